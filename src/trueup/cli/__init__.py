@@ -1,0 +1,1 @@
+"""The command line: arguments in, engine calls, human or JSON rendering out."""

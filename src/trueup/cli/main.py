@@ -1,0 +1,323 @@
+"""``trueup``: the command line. Thin by design: parse, call the engine, render."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from trueup import __version__
+from trueup.cli.output import Output
+from trueup.errors import ExitCode, TrueupError, UsageError
+
+app = typer.Typer(
+    name="trueup",
+    help="Make reality match a declaration, safely: plan, apply behind gates, verify, record.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+)
+state_app = typer.Typer(help="The state store: migrations.", no_args_is_help=True)
+app.add_typer(state_app, name="state")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print a versioned JSON envelope.")]
+StateOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer reads the annotation at runtime
+    typer.Option(
+        "--state", envvar="TRUEUP_STATE", help="State store URL (sqlite:///… or postgresql://…)."
+    ),
+]
+RootOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--root", help="Apply targets under this folder (default: your home)."),
+]
+OverwriteOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option("--overwrite", help="Take the declared version of this drifted resource."),
+]
+MaxBytesOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--max-file-bytes", help="Largest file trueup will read (default 16 MiB)."),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"trueup {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    """trueup keeps machines and SaaS orgs exactly as declared."""
+
+
+def _engine(state: str | None, max_file_bytes: int | None = None) -> Any:
+    from trueup.engine import Engine
+    from trueup.settings import Settings
+
+    return Engine(Settings.from_env(state=state, max_file_bytes=max_file_bytes))
+
+
+def _run(out: Output, body: Callable[[], int]) -> None:
+    """Run a command body; user mistakes exit with their code and no traceback."""
+    try:
+        code = body()
+    except TrueupError as exc:
+        code = out.error(exc)
+    except KeyboardInterrupt:
+        code = out.error(UsageError("cancelled; nothing was changed"))
+    except Exception as exc:
+        if os.environ.get("TRUEUP_DEBUG"):
+            raise
+        code = out.internal(exc)
+    raise typer.Exit(code)
+
+
+def _root(root: Path | None) -> Path:
+    return root if root is not None else Path.home()
+
+
+@app.command()
+def plan(
+    file: Annotated[Path, typer.Argument(help="Profile file (TOML, JSON or YAML).")],
+    root: RootOpt = None,
+    out_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("-o", "--out", help="Save the plan to apply it later exactly."),
+    ] = None,
+    overwrite: OverwriteOpt = None,
+    show_unchanged: Annotated[bool, typer.Option(help="List unchanged resources too.")] = False,
+    state: StateOpt = None,
+    max_file_bytes: MaxBytesOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show what would change, as a coloured diff. Changes nothing."""
+    out = Output("plan", json_out)
+
+    def body() -> int:
+        from trueup.cli.render import render_plan
+        from trueup.model import outcome_of
+
+        engine = _engine(state, max_file_bytes)
+        prepared = engine.prepare(file, _root(root), overwrite or ())
+        the_plan = prepared.plan
+        if out_file is not None:
+            engine.save_plan(the_plan, out_file)
+        outcome = outcome_of(the_plan.actions)
+        if json_out:
+            out.envelope(outcome.value, outcome.exit_code, "", _plan_json(the_plan))
+        else:
+            render_plan(
+                out.console, the_plan, lambda a: engine.preview(prepared, a), show_unchanged
+            )
+            if out_file is not None:
+                out.print(f"saved to {out_file}; apply it with: trueup apply {out_file}")
+        return int(outcome.exit_code)
+
+    _run(out, body)
+
+
+def _plan_json(the_plan: Any) -> dict[str, Any]:
+    from trueup.cli.render import plan_summary
+
+    return {"digest": the_plan.digest, "summary": plan_summary(the_plan), "plan": the_plan.body()}
+
+
+@app.command()
+def apply(
+    file: Annotated[Path, typer.Argument(help="Profile file, or a plan saved with plan -o.")],
+    root: RootOpt = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
+    no_input: Annotated[
+        bool, typer.Option("--no-input", help="Never prompt (for timers and CI); implies --yes.")
+    ] = False,
+    overwrite: OverwriteOpt = None,
+    state: StateOpt = None,
+    max_file_bytes: MaxBytesOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show the plan, ask, apply it under the lock, verify every change, record it."""
+    out = Output("apply", json_out)
+
+    def body() -> int:
+        from trueup.cli.render import render_plan, render_result
+        from trueup.engine import is_saved_plan
+        from trueup.execute.gates import check_fresh
+        from trueup.model import outcome_of
+
+        engine = _engine(state, max_file_bytes)
+        if is_saved_plan(file):
+            expected = engine.load_saved_plan(file)
+            plan_root = Path(expected.target.location)
+            if root is not None and root.resolve() != plan_root:
+                raise UsageError(f"the saved plan is for root {plan_root}, not {root}")
+            prepared = engine.prepare(Path(expected.source), plan_root, expected.force)
+            check_fresh(expected, prepared.plan)
+        else:
+            prepared = engine.prepare(file, _root(root), overwrite or ())
+            expected = prepared.plan
+        if not json_out:
+            render_plan(out.console, expected, lambda a: engine.preview(prepared, a))
+        if not expected.changes:
+            outcome = outcome_of(expected.actions)
+            if json_out:
+                out.envelope(
+                    outcome.value,
+                    outcome.exit_code,
+                    "nothing to change",
+                    {"plan": _plan_json(expected), "run": None},
+                )
+            else:
+                out.print(f"nothing to change: {outcome.value}")
+            return int(outcome.exit_code)
+        if not (yes or no_input):
+            if not sys.stdin.isatty():
+                raise UsageError(
+                    "refusing to apply without confirmation: no terminal to ask on",
+                    hint="review the plan, then rerun with --yes (or --no-input for timers)",
+                )
+            if not typer.confirm(f"Apply {len(expected.changes)} change(s)?", default=False):
+                out.print("nothing was changed")
+                return int(ExitCode.OK)
+        result = _apply_with_progress(out, engine, prepared, expected)
+        if json_out:
+            data = {"plan": _plan_json(expected), "run": result.to_json() if result else None}
+            out.envelope(result.outcome.value, result.outcome.exit_code, result.message, data)
+        else:
+            render_result(out.console, result)
+        return int(result.outcome.exit_code)
+
+    _run(out, body)
+
+
+def _apply_with_progress(out: Output, engine: Any, prepared: Any, expected: Any) -> Any:
+    total = len(expected.changes)
+    if out.json_mode or total <= 40 or not out.console.is_terminal:
+        return engine.apply(prepared, expected)
+    from rich.progress import Progress
+
+    with Progress(console=out.console, transient=True) as progress:
+        task = progress.add_task("applying", total=total)
+        return engine.apply(prepared, expected, lambda n: progress.advance(task, n))
+
+
+@app.command()
+def status(
+    file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(help="Check this profile live (otherwise: what the state store knows)."),
+    ] = None,
+    root: RootOpt = None,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Converged? Drifted? What needs a person? What is blocked?"""
+    out = Output("status", json_out)
+
+    def body() -> int:
+        from trueup.cli.status import show_status
+
+        return show_status(out, _engine(state), file, _root(root) if file else None)
+
+    _run(out, body)
+
+
+@app.command()
+def recover(
+    run_id: Annotated[
+        str | None, typer.Argument(help="The unfinished run (default: the only one).")
+    ] = None,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Finish an interrupted or crashed run: restore what was in flight, redo, verify."""
+    out = Output("recover", json_out)
+
+    def body() -> int:
+        from trueup.cli.render import render_result
+
+        result = _engine(state).recover(run_id)
+        if json_out:
+            out.envelope(
+                result.outcome.value, result.outcome.exit_code, result.message, result.to_json()
+            )
+        else:
+            render_result(out.console, result)
+        return int(result.outcome.exit_code)
+
+    _run(out, body)
+
+
+@app.command()
+def abandon(
+    run_id: Annotated[
+        str | None, typer.Argument(help="The unfinished run (default: the only one).")
+    ] = None,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Release an unfinished run's lock and leave every target exactly as it is now."""
+    out = Output("abandon", json_out)
+
+    def body() -> int:
+        run = _engine(state).abandon(run_id)
+        if json_out:
+            out.envelope("abandoned", 0, f"run {run.id} abandoned", run.to_json())
+        else:
+            out.print(f"run {run.id} abandoned; targets left as they are. Next: trueup plan …")
+        return 0
+
+    _run(out, body)
+
+
+@app.command()
+def schema(
+    what: Annotated[str, typer.Argument(help="Which schema: profile.")] = "profile",
+) -> None:
+    """Print the JSON Schema of a declaration file."""
+    out = Output("schema")
+
+    def body() -> int:
+        import json
+
+        from trueup.declare.schema import schema_for
+
+        print(json.dumps(schema_for(what), indent=2, sort_keys=True))
+        return 0
+
+    _run(out, body)
+
+
+@state_app.command("migrate")
+def state_migrate(state: StateOpt = None, json_out: JsonOpt = False) -> None:
+    """Upgrade the state store's schema to what this trueup needs."""
+    out = Output("state migrate", json_out)
+
+    def body() -> int:
+        from trueup.settings import Settings
+        from trueup.state.db import redact_url
+        from trueup.state.schema import migrate
+
+        url = Settings.from_env(state=state).state_url
+        revision = migrate(url)
+        message = f"{redact_url(url)} is at schema {revision}"
+        if json_out:
+            out.envelope("ok", 0, message, {"revision": revision})
+        else:
+            out.print(message)
+        return 0
+
+    _run(out, body)
+
+
+def run() -> None:
+    app()

@@ -1,0 +1,89 @@
+"""One place that writes to the terminal: human text via rich, or a JSON envelope.
+
+Every command's ``--json`` output is the same versioned envelope, and every
+string that leaves passes through redaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from trueup.errors import ExitCode, TrueupError
+from trueup.redact import redact, redact_message
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+ENVELOPE_SCHEMA = "trueup.cli/1"
+
+
+@dataclass
+class Output:
+    command: str
+    json_mode: bool = False
+    _console: Console | None = field(default=None, repr=False)
+    _err: Console | None = field(default=None, repr=False)
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(highlight=False, soft_wrap=True)
+        return self._console
+
+    @property
+    def err(self) -> Console:
+        if self._err is None:
+            from rich.console import Console
+
+            self._err = Console(stderr=True, highlight=False, soft_wrap=True)
+        return self._err
+
+    def envelope(self, status: str, code: int, message: str, data: Any) -> None:
+        document = {
+            "schema": ENVELOPE_SCHEMA,
+            "command": self.command,
+            "status": status,
+            "exitCode": int(code),
+            "message": redact_message(message),
+            "data": data,
+        }
+        sys.stdout.write(redact(json.dumps(document, indent=2, sort_keys=True, default=str)) + "\n")
+
+    def print(self, *parts: Any) -> None:
+        if not self.json_mode:
+            self.console.print(*(_scrub(p) for p in parts))
+
+    def error(self, error: TrueupError) -> int:
+        code = int(error.exit_code)
+        if self.json_mode:
+            data = {"hint": error.hint, "detail": error.data}
+            self.envelope("error", code, error.message, data)
+        else:
+            from rich.markup import escape
+
+            self.err.print(f"[bold red]error:[/] {escape(redact_message(error.message))}")
+            if error.hint:
+                self.err.print(f"[dim]next:[/] {escape(redact_message(error.hint))}")
+        return code
+
+    def internal(self, exc: BaseException) -> int:
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        if self.json_mode:
+            self.envelope("error", ExitCode.INTERNAL, message, None)
+        else:
+            from rich.markup import escape
+
+            self.err.print(f"[bold red]{escape(redact_message(message))}[/]")
+            self.err.print(
+                "[dim]this is a bug in trueup; rerun with TRUEUP_DEBUG=1 for a traceback[/]"
+            )
+        return int(ExitCode.INTERNAL)
+
+
+def _scrub(part: Any) -> Any:
+    return redact(part) if isinstance(part, str) else part

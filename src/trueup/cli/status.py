@@ -1,0 +1,108 @@
+"""``trueup status``: what the store knows, or a live check of one profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trueup.cli.output import Output
+from trueup.errors import ExitCode
+from trueup.model import ActionType, outcome_of
+
+_WORD = {
+    ActionType.NO_OP: "converged",
+    ActionType.DRIFT_CONFLICT: "drift",
+    ActionType.HUMAN_ACTION: "needs a person",
+}
+
+
+def show_status(out: Output, engine: Any, file: Path | None, root: Path | None) -> int:
+    if file is not None and root is not None:
+        return _live(out, engine, file, root)
+    return _recorded(out, engine)
+
+
+def _live(out: Output, engine: Any, file: Path, root: Path) -> int:
+    prepared = engine.prepare(file, root)
+    plan = prepared.plan
+    rows = [
+        {
+            "resource": a.resource_id,
+            "kind": a.kind,
+            "status": _WORD.get(a.type, "pending change"),
+            "detail": a.summary,
+        }
+        for a in plan.actions
+    ]
+    outcome = outcome_of(plan.actions)
+    pending = sum(1 for a in plan.actions if a.type.mutates)
+    if out.json_mode:
+        out.envelope(outcome.value, outcome.exit_code, "", {"resources": rows, "pending": pending})
+        return int(outcome.exit_code)
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for column in ("resource", "kind", "status", "detail"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(escape(str(row[c])) for c in ("resource", "kind", "status", "detail")))
+    out.print(table)
+    label = "converged" if outcome.value == "converged" and not pending else outcome.value
+    out.print(f"{label}; {pending} pending change(s)" + ("; run trueup apply" if pending else ""))
+    return int(outcome.exit_code)
+
+
+def _recorded(out: Output, engine: Any) -> int:
+    store = engine.store
+    targets = []
+    for key in store.targets():
+        runs = store.runs(key, 1)
+        targets.append(
+            {
+                "target": key,
+                "resources": len(store.applied(key)),
+                "drift": store.drift(key),
+                "last_run": runs[0].to_json() if runs else None,
+            }
+        )
+    blocked = [r.to_json() for r in store.blocked_runs()]
+    code = ExitCode.CONFLICT if blocked or any(t["drift"] for t in targets) else ExitCode.OK
+    status = "blocked" if blocked else "drift" if code else "converged"
+    if out.json_mode:
+        out.envelope(status, code, "", {"targets": targets, "blocked_runs": blocked})
+        return int(code)
+    from rich.markup import escape
+    from rich.table import Table
+
+    if not targets and not blocked:
+        out.print("nothing applied yet. Start with: trueup plan PROFILE --root DIR")
+        return int(code)
+    table = Table(box=None, header_style="bold")
+    for column in ("target", "resources", "drift", "last run", "outcome"):
+        table.add_column(column)
+    for t in targets:
+        last = t["last_run"] or {}
+        table.add_row(
+            escape(t["target"]),
+            str(t["resources"]),
+            f"[magenta]{len(t['drift'])}[/]" if t["drift"] else "0",
+            escape(str(last.get("started_at", "-"))),
+            escape(str(last.get("outcome") or last.get("status") or "-")),
+        )
+    out.print(table)
+    for t in targets:
+        for item in t["drift"]:
+            out.print(
+                f"[magenta]drift[/] {escape(t['target'])} {escape(item['resource'])}: "
+                f"{escape(item['summary'])}"
+            )
+    for run in blocked:
+        alive = {True: "still running", False: "process gone", None: "other host"}[
+            run["holder_alive"]
+        ]
+        out.print(
+            f"[red]blocked[/] run {run['id']} on {escape(run['target']['name'])} ({run['status']}, "
+            f"{alive}); next: trueup recover {run['id']}  or  trueup abandon {run['id']}"
+        )
+    return int(code)

@@ -1,0 +1,1 @@
+"""Declarations (profiles, orgs) parsed and validated into resources."""

@@ -1,0 +1,282 @@
+"""The machine side, end to end: declare, observe, plan, gate, execute, record.
+
+The CLI calls these functions and renders what they return; nothing here
+prints or prompts (a ``confirm`` callback is passed in).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trueup import kinds
+from trueup.canonical import digest
+from trueup.declare.profile import Profile, load_profile
+from trueup.errors import ConflictError, UsageError
+from trueup.execute.executor import Executor, RunResult, restore_run
+from trueup.execute.gates import acquire, check_fresh, locked_error
+from trueup.execute.rollback import RollbackStore
+from trueup.fs import ReadOnlyFS, WritableFS
+from trueup.kinds.base import ObserveContext
+from trueup.model import Action, ActionType, Applied, Observed, Outcome, Plan, Resource, Target
+from trueup.paths import TargetError
+from trueup.plan.planner import compute_plan
+from trueup.settings import Settings
+from trueup.state.store import ACTIVE, RunInfo, Store
+
+SAVED_PLAN_SCHEMA = "trueup.saved-plan/1"
+
+
+@dataclass
+class Prepared:
+    """Everything a plan was computed from, kept so apply can use the same inputs."""
+
+    profile: Profile
+    target: Target
+    root: Path
+    resources: dict[str, Resource]
+    applied: dict[str, Applied]
+    observed: dict[str, Observed]
+    plan: Plan
+    fs: ReadOnlyFS
+
+
+class Engine:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._store: Store | None = None
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store.open(self.settings.state_url)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    # -- plan ---------------------------------------------------------------
+    def prepare(self, path: Path, root: Path, force: Iterable[str] = ()) -> Prepared:
+        """Load, observe and plan; read-only apart from the stat cache."""
+        root = _checked_root(root)
+        cache = self.store.load_stat_cache([str(root), str(path.resolve().parent)])
+        fs = ReadOnlyFS(cache, self.settings.max_file_bytes)
+        profile = load_profile(path, fs)
+        target = Target("profile", profile.id, profile.name, str(root))
+        applied = self.store.applied(target.key)
+        resources = {r.id: r for r in profile.resources}
+        observed = observe_all(
+            [
+                *profile.resources,
+                *(a.resource for rid, a in applied.items() if rid not in resources),
+            ],
+            ObserveContext(root=root, fs=fs),
+        )
+        plan = compute_plan(
+            target,
+            str(profile.path),
+            profile.digest,
+            profile.resources,
+            observed,
+            applied,
+            frozenset(force),
+        )
+        self.store.save_stat_cache(cache)
+        self.store.replace_drift(target.key, drift_items(plan))
+        return Prepared(profile, target, root, resources, applied, observed, plan, fs)
+
+    @staticmethod
+    def preview(prepared: Prepared, action: Action) -> str:
+        """The diff a person reviews before applying ``action`` (read-only)."""
+        resource = prepared.resources.get(action.resource_id)
+        if resource is None:
+            resource = prepared.applied[action.resource_id].resource
+        ctx = ObserveContext(root=prepared.root, fs=prepared.fs)
+        return kinds.get(action.kind).preview(action, resource, ctx)
+
+    # -- apply --------------------------------------------------------------
+    def apply(
+        self,
+        prepared: Prepared,
+        expected: Plan | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> RunResult | None:
+        """Run the plan under the lock; ``None`` when there is nothing to do."""
+        plan = prepared.plan
+        if expected is not None:
+            check_fresh(expected, plan)
+        if not any(a.type is not ActionType.NO_OP for a in plan.actions):
+            return None
+        run = acquire(self.store, prepared.target, plan, self.settings.actor)
+        try:
+            fresh = self.prepare(Path(plan.source), prepared.root, plan.force)
+            check_fresh(plan, fresh.plan)
+        except BaseException:
+            self.store.set_run_status(run.id, "refused", "refused", "plan went stale")
+            raise
+        self.store.record_revision(prepared.profile.id, prepared.profile.digest)
+        return self._execute(run, fresh, 0, progress)
+
+    def _execute(
+        self,
+        run: RunInfo,
+        prepared: Prepared,
+        first_seq: int,
+        progress: Callable[[int], None] | None,
+    ) -> RunResult:
+        cache = prepared.fs.cache
+        fs = WritableFS(cache, self.settings.max_file_bytes, tag=run.id)
+        executor = Executor(
+            self.store,
+            run,
+            prepared.resources,
+            prepared.applied,
+            fs,
+            self.rollback_for(run),
+            prepared.root,
+            progress,
+        )
+        result = executor.execute(prepared.plan, first_seq)
+        self.store.save_stat_cache(cache)
+        return result
+
+    def rollback_for(self, run: RunInfo) -> RollbackStore:
+        return RollbackStore(self.settings.data / "rollback" / run.id, Path(run.target.location))
+
+    # -- interrupted runs ---------------------------------------------------
+    def find_run(self, run_id: str | None) -> RunInfo:
+        if run_id:
+            run = self.store.run(run_id)
+            if run is None:
+                raise UsageError(f"no run {run_id!r} in {self.settings.state_url}")
+            if run.status not in ACTIVE:
+                raise UsageError(f"run {run_id} is {run.status}; only unfinished runs need this")
+            return run
+        blocked = self.store.blocked_runs()
+        if not blocked:
+            raise UsageError("no interrupted run to act on")
+        if len(blocked) > 1:
+            ids = ", ".join(r.id for r in blocked)
+            raise UsageError(f"several unfinished runs ({ids}); name one")
+        return blocked[0]
+
+    def _take(self, run: RunInfo) -> None:
+        if run.status == "running" and run.holder_alive is not False:
+            raise locked_error(run, run.target)
+        self.store.take_over(run.id)
+
+    def recover(
+        self, run_id: str | None, progress: Callable[[int], None] | None = None
+    ) -> RunResult:
+        """Restore what was in flight, then redo the rest of the run and verify it."""
+        run = self.find_run(run_id)
+        self._take(run)
+        rollback = self.rollback_for(run)
+        fs = WritableFS(max_file_bytes=self.settings.max_file_bytes, tag=run.id)
+        in_flight = [
+            (a.seq, a.rollback_ref)
+            for a in self.store.run_actions(run.id)
+            if a.status == "running" and a.rollback_ref
+        ]
+        restore_run(self.store, run, rollback, fs, [(s, r) for s, r in in_flight if r])
+        swept = rollback.sweep_temp_files()
+        self.store.event(run.id, "run.recovered", {"restored": len(in_flight), "temp_swept": swept})
+        source = Path(run.declaration or "")
+        if not run.declaration or not source.exists():
+            self.store.set_run_status(
+                run.id,
+                "finished",
+                Outcome.INTERRUPTED.value,
+                "recovered: in-flight actions restored; declaration gone",
+            )
+            rollback.discard()
+            return RunResult(run.id, Outcome.INTERRUPTED, [], "declaration no longer exists")
+        prepared = self.prepare(source, Path(run.target.location))
+        return self._execute(run, prepared, self.store.next_seq(run.id), progress)
+
+    def abandon(self, run_id: str | None) -> RunInfo:
+        """Release an unfinished run's lock, leaving targets exactly as they are."""
+        run = self.find_run(run_id)
+        self._take(run)
+        rollback = self.rollback_for(run)
+        rollback.sweep_temp_files()
+        self.store.set_run_status(
+            run.id, "abandoned", "abandoned", "abandoned by " + self.settings.actor
+        )
+        rollback.discard()
+        found = self.store.run(run.id)
+        assert found is not None
+        return found
+
+    # -- saved plans --------------------------------------------------------
+    @staticmethod
+    def save_plan(plan: Plan, path: Path) -> None:
+        document = {"schema": SAVED_PLAN_SCHEMA, "digest": plan.digest, "plan": plan.body()}
+        data = json.dumps(document, indent=2, sort_keys=True).encode()
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+
+    @staticmethod
+    def load_saved_plan(path: Path) -> Plan:
+        try:
+            document = json.loads(path.read_bytes())
+            if document.get("schema") != SAVED_PLAN_SCHEMA:
+                raise ValueError(f"schema is {document.get('schema')!r}, not {SAVED_PLAN_SCHEMA}")
+            plan = Plan.from_body(document["plan"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{path}: not a trueup saved plan: {exc}") from None
+        if digest(document["plan"]) != document["digest"] or plan.digest != document["digest"]:
+            raise ConflictError(f"{path}: the plan's content does not match its digest; refusing")
+        return plan
+
+
+def is_saved_plan(path: Path) -> bool:
+    if path.suffix.lower() != ".json":
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return SAVED_PLAN_SCHEMA.encode() in head
+
+
+def observe_all(resources: Iterable[Resource], ctx: ObserveContext) -> dict[str, Observed]:
+    observed = {}
+    for resource in resources:
+        try:
+            observed[resource.id] = kinds.get(resource.kind).observe(resource, ctx)
+        except TargetError as exc:
+            raise UsageError(f"resource {resource.id!r}: field 'target': {exc}") from None
+        except UsageError as exc:
+            raise UsageError(f"resource {resource.id!r}: {exc.message}", hint=exc.hint) from None
+    return observed
+
+
+def drift_items(plan: Plan) -> list[dict[str, Any]]:
+    return [
+        {
+            "rid": action.resource_id,
+            "summary": action.summary,
+            "observed": action.payload.get("drift", {}).get("observed"),
+            "applied": action.payload.get("drift", {}).get("applied"),
+            "desired": action.payload.get("drift", {}).get("desired"),
+        }
+        for action in plan.actions
+        if action.type is ActionType.DRIFT_CONFLICT
+    ]
+
+
+def _checked_root(root: Path) -> Path:
+    root = root.expanduser()
+    if not root.exists():
+        raise UsageError(f"root {root} does not exist", hint=f"create it first: mkdir -p {root}")
+    if not root.is_dir():
+        raise UsageError(f"root {root} is not a directory")
+    return Path(os.path.realpath(root))

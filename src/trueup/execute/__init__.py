@@ -1,0 +1,1 @@
+"""Gates, the executor, the journal, rollback and recovery."""

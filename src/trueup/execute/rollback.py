@@ -1,0 +1,139 @@
+"""Rollback material: the previous state of every path a run may change.
+
+Material for a batch of actions is written and flushed to disk before the
+journal says those actions are running, so a crash at any point leaves
+either nothing changed or enough on disk to put it back. Contents are stored
+once by digest; a manifest per batch maps each action to its snapshots and to
+the applied record it replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trueup.fs import TEMP_MARK, ReadOnlyFS, WritableFS, sha256_bytes, sync_paths
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """What to keep for one journaled action before it mutates."""
+
+    seq: int
+    paths: Sequence[Path]
+    applied: dict[str, Any] | None
+
+
+class RollbackStore:
+    """The material of one run, under ``<data>/rollback/<run id>``."""
+
+    def __init__(self, base: Path, root: Path) -> None:
+        self.base = base
+        self.root = Path(os.path.realpath(root))
+
+    def capture(self, items: Sequence[Capture], fs: ReadOnlyFS) -> dict[int, str]:
+        """Snapshot every path of every item, flush it all, return journal refs."""
+        blobs = self.base / "blobs"
+        blobs.mkdir(parents=True, exist_ok=True)
+        written: list[str] = []
+        manifest: dict[str, Any] = {}
+        for item in items:
+            snaps = [self._snapshot(path, fs, blobs, written) for path in item.paths]
+            manifest[str(item.seq)] = {
+                "snapshots": snaps,
+                "missing_dirs": self._missing_dirs(item.paths),
+                "applied": item.applied,
+            }
+        name = f"batch-{items[0].seq}.json" if items else "batch-empty.json"
+        target = self.base / name
+        with open(target, "w", encoding="utf-8") as handle:
+            json.dump(manifest, handle)
+        sync_paths([*written, str(target)], [str(blobs), str(self.base)])
+        return {item.seq: f"{name}#{item.seq}" for item in items}
+
+    def _snapshot(
+        self, path: Path, fs: ReadOnlyFS, blobs: Path, written: list[str]
+    ) -> dict[str, Any]:
+        st = fs.lstat(path)
+        if st is None:
+            return {"path": str(path), "state": "absent"}
+        if stat.S_ISLNK(st.st_mode):
+            return {"path": str(path), "state": "symlink", "link": os.readlink(path)}
+        if stat.S_ISDIR(st.st_mode):
+            return {"path": str(path), "state": "directory"}
+        data = fs.read_bytes(path, st)
+        blob = sha256_bytes(data)
+        blob_path = blobs / blob
+        if not blob_path.exists():
+            blob_path.write_bytes(data)
+            written.append(str(blob_path))
+        return {"path": str(path), "state": "file", "blob": blob, "mode": stat.S_IMODE(st.st_mode)}
+
+    def _missing_dirs(self, paths: Iterable[Path]) -> list[str]:
+        """Folders a write would create, deepest first, so a restore can remove them."""
+        missing: set[str] = set()
+        for path in paths:
+            parent = path.parent
+            while parent != self.root and self.root in parent.parents and not parent.exists():
+                missing.add(str(parent))
+                parent = parent.parent
+        return sorted(missing, key=lambda p: (-p.count(os.sep), p))
+
+    def load(self, ref: str) -> dict[str, Any]:
+        name, _, seq = ref.partition("#")
+        with open(self.base / name, encoding="utf-8") as handle:
+            entry: dict[str, Any] = json.load(handle)[seq]
+        return entry
+
+    def restore(self, ref: str, fs: WritableFS) -> dict[str, Any] | None:
+        """Put every snapshot of one action back; returns the applied record it replaced."""
+        entry = self.load(ref)
+        for snap in reversed(entry["snapshots"]):
+            path = snap["path"]
+            state = snap["state"]
+            if state == "absent":
+                if fs.lstat(path) is not None:
+                    fs.remove(path)
+            elif state == "file":
+                data = (self.base / "blobs" / snap["blob"]).read_bytes()
+                fs.write(path, data, mode=snap["mode"])
+            elif state == "symlink":
+                fs.symlink(path, snap["link"])
+            else:
+                os.makedirs(path, exist_ok=True)
+        fs.commit()
+        for folder in entry["missing_dirs"]:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        applied: dict[str, Any] | None = entry["applied"]
+        return applied
+
+    def sweep_temp_files(self) -> int:
+        """Remove temp files a killed run left beside the paths it was changing."""
+        folders: set[str] = set()
+        for manifest in self.base.glob("batch-*.json"):
+            with open(manifest, encoding="utf-8") as handle:
+                for entry in json.load(handle).values():
+                    folders.update(os.path.dirname(s["path"]) for s in entry["snapshots"])
+        removed = 0
+        for folder in folders:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                if TEMP_MARK in name:
+                    os.unlink(os.path.join(folder, name))
+                    removed += 1
+        return removed
+
+    def discard(self) -> None:
+        """Remove the run's material; failures here never change an outcome."""
+        shutil.rmtree(self.base, ignore_errors=True)

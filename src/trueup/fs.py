@@ -1,0 +1,378 @@
+"""All file-system effects go through these two classes.
+
+Observation is handed a ``ReadOnlyFS``, which has no method that writes: a dry
+run cannot mutate by construction. Apply gets a ``WritableFS``, whose writes
+are staged as temp files beside their targets and made durable in batches
+(one sync of the file system, then the renames, then one fsync per touched
+directory), which is as safe as fsync-per-file and much faster for big trees.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import stat
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trueup.errors import UsageError
+from trueup.execute.crashpoints import reach
+
+DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
+TEMP_MARK = ".trueup-tmp-"
+# A recorded stat is trusted only when the file's mtime is older than the
+# recording by more than the coarsest timestamp granularity in common use
+# (FAT: 2 s); a newer file might have been rewritten within the same tick.
+RACY_WINDOW_NS = 2_000_000_000
+
+StatKey = tuple[int, int, int, int]
+
+
+class FileTooLargeError(UsageError):
+    """A file over the configured size limit; trueup will not load it."""
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+
+@dataclass
+class StatCache:
+    """Digests of unchanged files, recognised by their stat, as git's index does."""
+
+    entries: dict[str, tuple[StatKey, str, int]] = field(default_factory=dict)
+    dirty: dict[str, tuple[StatKey, str, int]] = field(default_factory=dict)
+
+    def lookup(self, path: str, st: os.stat_result) -> str | None:
+        hit = self.entries.get(path)
+        if hit is None:
+            return None
+        key, digest, recorded_ns = hit
+        if key != stat_key(st) or st.st_mtime_ns >= recorded_ns - RACY_WINDOW_NS:
+            return None
+        return digest
+
+    def record(self, path: str, st: os.stat_result, digest: str) -> None:
+        entry = (stat_key(st), digest, time.time_ns())
+        old = self.entries.get(path)
+        if old is not None and old[0] == entry[0] and old[1] == digest and not self._racy(old):
+            return
+        self.entries[path] = entry
+        self.dirty[path] = entry
+
+    @staticmethod
+    def _racy(entry: tuple[StatKey, str, int]) -> bool:
+        return entry[0][1] >= entry[2] - RACY_WINDOW_NS
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One node of an observed tree (never following symlinks)."""
+
+    state: str  # file | symlink | directory | special
+    digest: str | None = None
+    executable: bool = False
+    link: str | None = None
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def is_executable(mode: int) -> bool:
+    return bool(mode & stat.S_IXUSR)
+
+
+class ReadOnlyFS:
+    """Reads with a size limit and a stat cache; offers nothing that writes."""
+
+    def __init__(
+        self, cache: StatCache | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    ) -> None:
+        self.cache = cache if cache is not None else StatCache()
+        self.max_file_bytes = max_file_bytes
+
+    def lstat(self, path: Path | str) -> os.stat_result | None:
+        try:
+            return os.lstat(path)
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError:
+            return None
+
+    def read_bytes(self, path: Path | str, st: os.stat_result | None = None) -> bytes:
+        st = st or os.lstat(path)
+        self._check_size(path, st.st_size)
+        with open(path, "rb") as handle:
+            data = handle.read(self.max_file_bytes + 1)
+        self._check_size(path, len(data))
+        return data
+
+    def _check_size(self, path: Path | str, size: int) -> None:
+        if size > self.max_file_bytes:
+            raise FileTooLargeError(
+                f"{path} is {size} bytes, over the file-size limit of {self.max_file_bytes} bytes",
+                hint="raise the limit with --max-file-bytes if the file belongs in a profile",
+            )
+
+    def digest_file(self, path: Path | str, st: os.stat_result | None = None) -> str:
+        """The sha256 of a regular file, from the stat cache when it is safe to."""
+        key = os.fspath(path)
+        st = st or os.lstat(key)
+        cached = self.cache.lookup(key, st)
+        if cached is not None:
+            return cached
+        digest = sha256_bytes(self.read_bytes(key, st))
+        self.cache.record(key, st, digest)
+        return digest
+
+    def readlink(self, path: Path | str) -> str:
+        return os.readlink(path)
+
+    def entry(self, path: Path | str, st: os.stat_result | None = None) -> Entry | None:
+        """Observe one path without following a symlink; ``None`` when absent."""
+        st = st or self.lstat(path)
+        if st is None:
+            return None
+        mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            return Entry("symlink", link=os.readlink(path))
+        if stat.S_ISREG(mode):
+            return Entry("file", self.digest_file(path, st), is_executable(mode))
+        if stat.S_ISDIR(mode):
+            return Entry("directory")
+        return Entry("special")
+
+    def walk(self, root: Path | str) -> dict[str, Entry]:
+        """Every entry below ``root`` by relative POSIX path, one scandir per folder."""
+        found: dict[str, Entry] = {}
+        self._walk(os.fspath(root), "", found)
+        return found
+
+    def _walk(self, base: str, prefix: str, found: dict[str, Entry]) -> None:
+        try:
+            iterator = os.scandir(base)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        with iterator as entries:
+            subdirs = []
+            for item in entries:
+                if TEMP_MARK in item.name:
+                    continue
+                rel = prefix + item.name
+                st = item.stat(follow_symlinks=False)
+                node = self.entry(item.path, st)
+                if node is None:
+                    continue
+                found[rel] = node
+                if node.state == "directory":
+                    subdirs.append((item.path, rel + "/"))
+        for path, rel in subdirs:
+            self._walk(path, rel, found)
+
+
+@dataclass
+class _Staged:
+    temp: str
+    final: str
+
+
+class WritableFS(ReadOnlyFS):
+    """Writes staged beside their targets and committed durably in batches."""
+
+    def __init__(
+        self,
+        cache: StatCache | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        tag: str = "",
+    ) -> None:
+        super().__init__(cache, max_file_bytes)
+        self.tag = tag or str(os.getpid())
+        self._staged: list[_Staged] = []
+        self._removals: list[str] = []
+        self._prunes: list[tuple[str, str]] = []
+        self._dirs: set[str] = set()
+        self._counter = 0
+
+    def temp_path(self, final: str) -> str:
+        self._counter += 1
+        folder, name = os.path.split(final)
+        return os.path.join(folder, f".{name}{TEMP_MARK}{self.tag}-{self._counter}")
+
+    def make_parents(self, path: Path | str) -> None:
+        """Create missing parents; each new folder's entry is fsynced at commit."""
+        parent = os.path.dirname(os.fspath(path))
+        self._dirs.add(parent)
+        if os.path.isdir(parent):
+            return
+        missing = []
+        current = parent
+        while not os.path.isdir(current):
+            missing.append(current)
+            current = os.path.dirname(current)
+        os.makedirs(parent, exist_ok=True)
+        self._dirs.update(os.path.dirname(folder) for folder in missing)
+
+    def write(
+        self, path: Path | str, data: bytes, executable: bool = False, mode: int | None = None
+    ) -> None:
+        """Stage ``data`` for ``path``; ``mode`` (exact bits) wins over ``executable``."""
+        final = os.fspath(path)
+        self._check_size(final, len(data))
+        self.make_parents(final)
+        temp = self.temp_path(final)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if executable else 0o644)
+        try:
+            _write_all(fd, data)
+            os.fchmod(fd, mode if mode is not None else _mode_for(final, executable))
+        finally:
+            os.close(fd)
+        self._staged.append(_Staged(temp, final))
+
+    def symlink(self, path: Path | str, link: str) -> None:
+        final = os.fspath(path)
+        self.make_parents(final)
+        temp = self.temp_path(final)
+        os.symlink(link, temp)
+        self._staged.append(_Staged(temp, final))
+
+    def remove(self, path: Path | str, prune_up_to: Path | str | None = None) -> None:
+        """Stage a removal; with ``prune_up_to``, empty parents below it go too."""
+        self._removals.append(os.fspath(path))
+        if prune_up_to is not None:
+            self._prunes.append((os.path.dirname(os.fspath(path)), os.fspath(prune_up_to)))
+
+    def chmod(self, path: Path | str, executable: bool) -> None:
+        os.chmod(path, _mode_for(os.fspath(path), executable), follow_symlinks=False)
+
+    def commit(self) -> None:
+        """Make every staged change durable and visible, in a crash-safe order.
+
+        Temp contents reach the disk before any rename makes them visible, and
+        the renames reach the disk before the caller journals success.
+        """
+        if self._staged:
+            _sync_files([s.temp for s in self._staged])
+            reach("temp-written")
+            for staged in self._staged:
+                if os.path.isdir(staged.final) and not os.path.islink(staged.final):
+                    _remove_tree(staged.final)
+                os.replace(staged.temp, staged.final)
+                self._dirs.add(os.path.dirname(staged.final))
+        for path in self._removals:
+            _remove_any(path)
+            self._dirs.add(os.path.dirname(path))
+        for folder, stop in sorted(self._prunes, reverse=True):
+            self.remove_empty_dirs(folder, stop)
+        for folder in sorted(self._dirs):
+            _fsync_dir(folder)
+        self._staged.clear()
+        self._removals.clear()
+        self._prunes.clear()
+        self._dirs.clear()
+
+    def discard(self) -> None:
+        """Drop staged temp files (used when a batch fails before commit)."""
+        for staged in self._staged:
+            _remove_any(staged.temp)
+        self._staged.clear()
+        self._removals.clear()
+        self._prunes.clear()
+
+    def remove_empty_dirs(self, folder: Path | str, stop: Path | str) -> None:
+        """Remove ``folder`` and its parents while empty, down to and including ``stop``."""
+        current = Path(folder)
+        stop_path = Path(stop)
+        while current == stop_path or stop_path in current.parents:
+            try:
+                current.rmdir()
+            except OSError:
+                return
+            self._dirs.add(os.fspath(current.parent))
+            current = current.parent
+
+
+def _mode_for(path: str, executable: bool) -> int:
+    try:
+        base = stat.S_IMODE(os.lstat(path).st_mode) & 0o666
+    except OSError:
+        base = 0o644
+    return base | 0o111 if executable else base
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _remove_any(path: str) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        _remove_tree(path)
+    else:
+        os.unlink(path)
+
+
+def _remove_tree(path: str) -> None:
+    import shutil
+
+    shutil.rmtree(path)
+
+
+def _fsync_dir(folder: str) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+_SYNCFS_BATCH = 16
+
+
+def sync_paths(files: list[str], folders: list[str]) -> None:
+    """Flush files, then the folders whose entries name them."""
+    _sync_files(files)
+    for folder in folders:
+        _fsync_dir(folder)
+
+
+def _sync_files(paths: list[str]) -> None:
+    """Flush file contents: one syncfs for a large batch, fsync each for a few."""
+    if len(paths) >= _SYNCFS_BATCH and _syncfs(paths[0]):
+        return
+    for path in paths:
+        if os.path.islink(path):
+            continue
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _syncfs(any_path: str) -> bool:
+    """syncfs(2) on the file system holding ``any_path``; False where unavailable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open(os.path.dirname(any_path) or ".", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return bool(libc.syncfs(fd) == 0)
+    finally:
+        os.close(fd)

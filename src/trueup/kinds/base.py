@@ -1,0 +1,132 @@
+"""The seam every resource kind implements.
+
+The planner and executor know nothing about files, config keys or SaaS
+records: they call these methods and pass the JSON-able values they return
+along. A new kind is one module with one ``Kind`` subclass, registered in
+``trueup.kinds``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from trueup.fs import ReadOnlyFS, WritableFS
+from trueup.model import Action, ActionType, Applied, Evidence, Observed, Resource
+from trueup.paths import resolve_under
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class ObserveContext:
+    """What observation may use: a root and a file system that cannot write."""
+
+    root: Path
+    fs: ReadOnlyFS
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def path(self, target: str) -> Path:
+        return resolve_under(self.root, target)
+
+
+@dataclass(frozen=True)
+class ApplyContext(ObserveContext):
+    """What a mutation may use: the same root, and a file system that writes."""
+
+    fs: WritableFS
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A kind's plan for one resource, before the planner adds ordering."""
+
+    type: ActionType
+    summary: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    destroys: bool = False
+    migrates: bool = False
+    drift: Mapping[str, str | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """The declaration-time form of a resource: its spec and how to resolve it."""
+
+    spec: dict[str, Any]
+    target: str
+
+
+class Kind:
+    """Base of every kind; subclasses override what applies to them."""
+
+    name: ClassVar[str]
+    policies: ClassVar[tuple[str, ...]]
+    verify_methods: ClassVar[tuple[str, ...]] = ("digest",)
+
+    @property
+    def default_policy(self) -> str:
+        return self.policies[0]
+
+    # -- declare ------------------------------------------------------------
+    def declaration_model(self) -> type[BaseModel]:
+        """The pydantic model of this kind's own fields (besides the common ones)."""
+        raise NotImplementedError
+
+    def resolve(
+        self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
+    ) -> dict[str, Any]:
+        """Turn validated fields into a self-contained spec (content-addressed sources)."""
+        return fields
+
+    # -- observe / plan -----------------------------------------------------
+    def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
+        raise NotImplementedError
+
+    def plan(
+        self,
+        resource: Resource | None,
+        observed: Observed,
+        applied: Applied | None,
+        force: bool = False,
+    ) -> Decision:
+        """Pure. ``resource`` is ``None`` when the declaration dropped it."""
+        raise NotImplementedError
+
+    # -- execute ------------------------------------------------------------
+    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[Path]:
+        """The paths a mutation may change, so their old state can be kept first."""
+        return [ctx.path(resource.target)]
+
+    def apply(self, action: Action, resource: Resource, ctx: ApplyContext) -> None:
+        """Stage one mutation on ``ctx.fs``; the executor commits it."""
+        raise NotImplementedError
+
+    def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
+        raise NotImplementedError
+
+    def record(self, action: Action, resource: Resource) -> Mapping[str, Any] | None:
+        """Detail for the applied record after success; ``None`` forgets the resource."""
+        return {} if action.type is not ActionType.REMOVE_RESOURCE else None
+
+    def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
+        """A human diff of what ``apply`` would do (read-only)."""
+        return ""
+
+
+def evidence_of(observed: Observed, expected: str | None, method: str = "digest") -> Evidence:
+    """Digest verification: the re-observed digest must be the expected one."""
+    ok = observed.digest == expected
+    return Evidence(
+        status="passed" if ok else "failed",
+        method=method,
+        observed_digest=observed.digest,
+        message="" if ok else f"expected {short(expected)}, found {short(observed.digest)}",
+    )
+
+
+def short(digest: str | None) -> str:
+    return digest[:12] if digest else "nothing"

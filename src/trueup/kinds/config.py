@@ -1,0 +1,268 @@
+"""The config kind: declared keys inside a TOML, JSON or YAML file.
+
+merge sets the declared dotted keys and keeps every other key, comment and
+byte of formatting; keys listed as the follower's overlay are never touched,
+and a key the profile dropped is removed only if trueup set it and it still
+holds what trueup wrote. replace makes the file exactly the declared keys
+(plus the overlay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from trueup.canonical import digest
+from trueup.fs import ReadOnlyFS
+from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext, evidence_of
+from trueup.kinds.content import text_diff
+from trueup.kinds.formats import (
+    MISSING,
+    ConfigError,
+    canonical_value,
+    check_key_paths,
+    flatten,
+    format_for_path,
+    load,
+    parse_key_path,
+)
+from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
+
+
+class ConfigFields(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["toml", "json", "yaml"] | None = None
+    keys: dict[str, Any] = Field(min_length=1)
+    overlay: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _paths(self) -> ConfigFields:
+        check_key_paths(self.keys)
+        for key in self.overlay:
+            parse_key_path(key)
+        return self
+
+
+def value_digest(value: object) -> str:
+    return digest(canonical_value(value))
+
+
+def keys_digest(values: Mapping[str, object]) -> str:
+    return digest({k: canonical_value(v) for k, v in values.items()})
+
+
+class ConfigKind(Kind):
+    name = "config"
+    policies = ("merge", "replace")
+
+    def declaration_model(self) -> type[BaseModel]:
+        return ConfigFields
+
+    def resolve(
+        self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
+    ) -> dict[str, Any]:
+        return {
+            "format": fields.get("format"),
+            "keys": dict(sorted(fields["keys"].items())),
+            "overlay": sorted(fields.get("overlay", [])),
+            "digest": keys_digest(fields["keys"]),
+        }
+
+    @staticmethod
+    def _format(resource: Resource) -> str:
+        fmt = resource.spec.get("format") or format_for_path(resource.target)
+        if fmt is None:
+            raise ValueError(f"cannot tell the format of {resource.target}; declare format")
+        return str(fmt)
+
+    def _load(self, resource: Resource, text: str) -> Any:
+        return load(self._format(resource), text, origin=resource.target)
+
+    # -- observe ------------------------------------------------------------
+    def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
+        path = ctx.path(resource.target)
+        entry = ctx.fs.entry(path)
+        if entry is None:
+            return ABSENT
+        if entry.state != "file":
+            return Observed(entry.state)
+        try:
+            doc = self._load(resource, ctx.fs.read_bytes(path).decode("utf-8"))
+        except (ConfigError, UnicodeDecodeError) as exc:
+            return Observed("unverifiable", None, {"reason": str(exc)})
+        declared = {}
+        for key in resource.spec["keys"]:
+            value = doc.get(parse_key_path(key))
+            if value is not MISSING:
+                declared[key] = value
+        return Observed(
+            "file",
+            keys_digest(declared),
+            {"declared": declared, "flat": doc.keys_flat(), "file_digest": entry.digest},
+        )
+
+    # -- plan ---------------------------------------------------------------
+    def plan(
+        self,
+        resource: Resource | None,
+        observed: Observed,
+        applied: Applied | None,
+        force: bool = False,
+    ) -> Decision:
+        if observed.state not in ("absent", "file"):
+            reason = observed.detail.get("reason") or f"a {observed.state} is in the way"
+            return _drift(reason, observed, applied, resource)
+        flat: Mapping[str, Any] = observed.detail.get("flat", {})
+        owned: Mapping[str, str] = applied.detail.get("keys", {}) if applied else {}
+        declared: Mapping[str, Any] = resource.spec["keys"] if resource else {}
+        overlay = set(resource.spec["overlay"]) if resource else set()
+        clash = sorted(overlay & set(declared))
+        if clash:
+            return Decision(
+                ActionType.HUMAN_ACTION,
+                f"local overlay conflicts with canonical keys: {', '.join(clash)}; "
+                "drop them from overlay or from keys",
+            )
+        live: Mapping[str, Any] = observed.detail.get("declared", {})
+        modified = sorted(
+            k
+            for k in declared
+            if k in live
+            and k in owned
+            and value_digest(live[k]) != owned[k]
+            and value_digest(live[k]) != value_digest(declared[k])
+        )
+        if modified and not force:
+            return _drift(
+                f"key(s) changed locally since trueup set them: {', '.join(modified)}",
+                observed,
+                applied,
+                resource,
+            )
+        changes = {k: v for k, v in declared.items() if k not in live or not _same(live[k], v)}
+        dropped = [k for k in owned if k not in declared and k not in overlay]
+        unset = sorted(k for k in dropped if _owned_value(flat, k, owned[k]))
+        kept = sorted(set(dropped) - set(unset))
+        replace = resource is not None and resource.policy == "replace"
+        extra = sorted(_extra_keys(flat, declared, overlay)) if replace else []
+        if not changes and not unset and not extra:
+            if resource is None:
+                return Decision(ActionType.REMOVE_RESOURCE, "forget (no keys left to remove)")
+            return Decision(ActionType.NO_OP, "up to date")
+        payload = {
+            "set": changes,
+            "unset": unset,
+            "replace": replace,
+            "before": {k: live[k] for k in changes if k in live},
+        }
+        if resource is None:
+            note = f"; left changed key(s) {', '.join(kept)}" if kept else ""
+            return Decision(
+                ActionType.REMOVE_RESOURCE,
+                f"remove {len(unset)} key(s) no longer declared{note}",
+                payload,
+            )
+        parts = [f"set {len(changes)}"] if changes else []
+        parts += [f"remove {len(unset) + len(extra)}"] if unset or extra else []
+        return Decision(ActionType.WRITE_CONFIG, f"{', '.join(parts)} key(s)", payload)
+
+    # -- execute ------------------------------------------------------------
+    def _new_text(self, action: Action, resource: Resource, fs: ReadOnlyFS, path: Path) -> str:
+        entry = fs.entry(path)
+        current = fs.read_bytes(path).decode("utf-8") if entry is not None else ""
+        doc = self._load(resource, current)
+        payload = action.payload
+        if payload.get("replace"):
+            fresh = self._load(resource, "")
+            for key in resource.spec["overlay"]:
+                value = doc.get(parse_key_path(key))
+                if value is not MISSING:
+                    fresh.set(parse_key_path(key), value)
+            for key, value in resource.spec["keys"].items():
+                fresh.set(parse_key_path(key), value)
+            return str(fresh.to_text())
+        for key in payload.get("unset", []):
+            doc.delete(parse_key_path(key))
+        for key, value in payload.get("set", {}).items():
+            doc.set(parse_key_path(key), value)
+        return str(doc.to_text())
+
+    def apply(self, action: Action, resource: Resource, ctx: ApplyContext) -> None:
+        path = ctx.path(resource.target)
+        entry = ctx.fs.entry(path)
+        text = self._new_text(action, resource, ctx.fs, path)
+        ctx.fs.write(path, text.encode("utf-8"), bool(entry and entry.executable))
+
+    def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
+        observed = self.observe(resource, ctx)
+        flat = observed.detail.get("flat", {})
+        lingering = [k for k in action.payload.get("unset", []) if k in flat]
+        if lingering:
+            return Evidence("failed", "keys", observed.digest, message=f"{lingering[0]} still set")
+        if action.type is ActionType.REMOVE_RESOURCE:
+            return Evidence("passed", "keys", observed.digest)
+        return evidence_of(observed, resource.spec["digest"], "keys")
+
+    def record(self, action: Action, resource: Resource) -> Mapping[str, Any] | None:
+        if action.type is ActionType.REMOVE_RESOURCE:
+            return None
+        return {"keys": {k: value_digest(v) for k, v in resource.spec["keys"].items()}}
+
+    def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
+        path = ctx.path(resource.target)
+        entry = ctx.fs.entry(path)
+        old = ctx.fs.read_bytes(path) if entry is not None else None
+        new = self._new_text(action, resource, ctx.fs, path).encode("utf-8")
+        return text_diff(old, new, resource.target)
+
+
+def _same(live: object, declared: object) -> bool:
+    return value_digest(live) == value_digest(declared)
+
+
+def _owned_value(flat: Mapping[str, Any], key: str, owned_digest: str) -> bool:
+    """Whether ``key`` is present and still holds the value trueup wrote."""
+    if key in flat:
+        return value_digest(flat[key]) == owned_digest
+    nested = {k[len(key) + 1 :]: v for k, v in flat.items() if k.startswith(key + ".")}
+    return bool(nested) and value_digest(_unflatten(nested)) == owned_digest
+
+
+def _unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    for dotted, value in flat.items():
+        node = root
+        *parents, leaf = parse_key_path(dotted)
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return root
+
+
+def _extra_keys(
+    flat: Mapping[str, Any], declared: Mapping[str, Any], overlay: set[str]
+) -> set[str]:
+    wanted = set(flatten(_unflatten(dict(declared)))) | set(declared)
+    return {
+        k
+        for k in flat
+        if k not in wanted and not any(k == o or k.startswith(o + ".") for o in overlay)
+    }
+
+
+def _drift(
+    why: str, observed: Observed, applied: Applied | None, resource: Resource | None
+) -> Decision:
+    return Decision(
+        ActionType.DRIFT_CONFLICT,
+        f"drift: {why}; left exactly as it is",
+        drift={
+            "observed": observed.digest,
+            "applied": applied.digest if applied else None,
+            "desired": resource.spec["digest"] if resource else None,
+        },
+    )

@@ -1,0 +1,59 @@
+"""Declared content: inline text or a source file, addressed by its digest.
+
+A resolved spec carries the sha256 of the bytes it declares, so a plan covers
+content and not just paths; apply re-reads the source and refuses bytes that
+no longer match what was planned.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from trueup.errors import ConflictError, UsageError
+from trueup.fs import ReadOnlyFS, sha256_bytes
+
+
+def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> dict[str, Any]:
+    """Replace ``source``/``content`` by an absolute source path or text, plus a digest."""
+    spec = dict(fields)
+    if spec.get("source") is not None:
+        source = (base_dir / spec["source"]).resolve()
+        st = fs.lstat(source)
+        if st is None:
+            raise UsageError(f"source {spec['source']!r} does not exist (looked in {source})")
+        spec["source"] = str(source)
+        spec["digest"] = fs.digest_file(source, st)
+    elif spec.get("content") is not None:
+        spec["digest"] = sha256_bytes(spec["content"].encode("utf-8"))
+    return spec
+
+
+def declared_bytes(spec: dict[str, Any] | Any, fs: ReadOnlyFS) -> bytes:
+    """The planned bytes; refuses a source edited after the plan was computed."""
+    if spec.get("content") is not None:
+        return str(spec["content"]).encode("utf-8")
+    data = fs.read_bytes(spec["source"])
+    if sha256_bytes(data) != spec["digest"]:
+        raise ConflictError(
+            f"source {spec['source']} changed after the plan was computed",
+            hint="compute the plan again",
+        )
+    return data
+
+
+def text_diff(old: bytes | None, new: bytes | None, label: str) -> str:
+    """A unified diff for people; binary content is summarised, not dumped."""
+    try:
+        old_text = (old or b"").decode("utf-8")
+        new_text = (new or b"").decode("utf-8")
+    except UnicodeDecodeError:
+        return f"Binary content of {label} differs\n"
+    lines = difflib.unified_diff(
+        old_text.splitlines(keepends=True),
+        new_text.splitlines(keepends=True),
+        fromfile=f"{label} (live)" if old is not None else "/dev/null",
+        tofile=f"{label} (declared)" if new is not None else "/dev/null",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)

@@ -1,0 +1,43 @@
+"""The directory kind: a folder mirrored from a source folder.
+
+mirror-owned (default) adds and updates the declared files and removes only
+files trueup wrote earlier that are still unmodified; replace is a true mirror.
+"""
+
+from __future__ import annotations
+
+from trueup.kinds import tree
+from trueup.kinds.base import Decision, ObserveContext
+from trueup.model import ActionType, Applied, Observed, Resource
+
+
+class DirectoryKind(tree.TreeKind):
+    name = "directory"
+    policies = ("mirror-owned", "replace")
+
+    def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
+        return tree.observe_tree(resource, ctx, managed_only=resource.policy == "mirror-owned")
+
+    def plan(
+        self,
+        resource: Resource | None,
+        observed: Observed,
+        applied: Applied | None,
+        force: bool = False,
+    ) -> Decision:
+        if resource is None:
+            assert applied is not None
+            return tree.removal(applied, observed, whole=applied.resource.policy == "replace")
+        blocked = tree.in_the_way(resource.spec["files"], observed)
+        if blocked:
+            return Decision(
+                ActionType.DRIFT_CONFLICT,
+                f"drift: {blocked}; left exactly as it is",
+                drift={"observed": observed.digest, "applied": None, "desired": None},
+            )
+        live = observed.detail.get("files", {})
+        if resource.policy == "replace":
+            removable: list[str] = list(live)
+        else:
+            removable = tree.owned_unmodified(applied, live) if applied else []
+        return tree.mirror(resource, observed, removable, "folder")

@@ -1,0 +1,280 @@
+"""The file kind: one file (or symlink) with replace, replace-if-unmodified or
+append-local.
+
+append-local keeps a marked source section and leaves every byte outside it
+(the follower's own text) exactly as it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from trueup.canonical import sha256_hex
+from trueup.fs import ReadOnlyFS
+from trueup.kinds.base import (
+    ApplyContext,
+    Decision,
+    Kind,
+    ObserveContext,
+    evidence_of,
+)
+from trueup.kinds.content import declared_bytes, resolve_source, text_diff
+from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
+
+_HTML_SUFFIXES = (".md", ".markdown", ".mdc", ".html", ".htm", ".xml")
+
+
+class FileFields(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = None
+    source: str | None = None
+    link: str | None = None
+    executable: bool = False
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> FileFields:
+        given = [n for n in ("content", "source", "link") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("declare exactly one of content, source or link")
+        return self
+
+
+def link_digest(link: str) -> str:
+    return sha256_hex(b"symlink:" + link.encode("utf-8"))
+
+
+def section_digest(text: bytes) -> str:
+    return sha256_hex(text.rstrip(b"\n"))
+
+
+class Markers:
+    """The begin/end lines around an append-local section, in the file's own comment style."""
+
+    def __init__(self, resource_id: str, html: bool) -> None:
+        if html:
+            self.begin = f"<!-- trueup:begin {resource_id} -->\n".encode()
+            self.end = f"<!-- trueup:end {resource_id} -->\n".encode()
+        else:
+            self.begin = f"# trueup:begin {resource_id}\n".encode()
+            self.end = f"# trueup:end {resource_id}\n".encode()
+
+    def split(self, data: bytes) -> tuple[str, bytes, bytes, bytes]:
+        """(status, before, section, after); status is ok, missing or broken."""
+        begins = data.count(self.begin.rstrip(b"\n"))
+        ends = data.count(self.end.rstrip(b"\n"))
+        if begins == 0 and ends == 0:
+            return "missing", data, b"", b""
+        start = data.find(self.begin)
+        stop = data.find(self.end, start + len(self.begin)) if start >= 0 else -1
+        if begins != 1 or ends != 1 or start < 0 or stop < 0:
+            return "broken", data, b"", b""
+        body_start = start + len(self.begin)
+        return "ok", data[:start], data[body_start:stop], data[stop + len(self.end) :]
+
+    def compose(self, before: bytes, section: bytes, after: bytes) -> bytes:
+        if section and not section.endswith(b"\n"):
+            section += b"\n"
+        return before + self.begin + section + self.end + after
+
+
+class FileKind(Kind):
+    name = "file"
+    policies = ("replace", "replace-if-unmodified", "append-local")
+
+    def declaration_model(self) -> type[BaseModel]:
+        return FileFields
+
+    def resolve(
+        self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
+    ) -> dict[str, Any]:
+        spec = resolve_source(fields, base_dir, fs)
+        if spec.get("link") is not None:
+            if policy == "append-local":
+                raise ValueError("append-local needs content or source, not link")
+            spec["digest"] = link_digest(spec["link"])
+        elif policy == "append-local":
+            spec["section_digest"] = section_digest(declared_bytes(spec, fs))
+        return spec
+
+    @staticmethod
+    def _markers(resource: Resource) -> Markers:
+        return Markers(resource.id, resource.target.lower().endswith(_HTML_SUFFIXES))
+
+    # -- observe ------------------------------------------------------------
+    def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
+        path = ctx.path(resource.target)
+        entry = ctx.fs.entry(path)
+        if entry is None:
+            return ABSENT
+        if entry.state == "symlink":
+            return Observed("symlink", link_digest(entry.link or ""), {"link": entry.link})
+        if entry.state != "file":
+            return Observed(entry.state)
+        if resource.policy != "append-local":
+            return Observed("file", entry.digest, {"executable": entry.executable})
+        status, _, section, _ = self._markers(resource).split(ctx.fs.read_bytes(path))
+        return Observed(
+            "file",
+            section_digest(section) if status == "ok" else None,
+            {"executable": entry.executable, "markers": status, "file_digest": entry.digest},
+        )
+
+    # -- plan ---------------------------------------------------------------
+    def plan(
+        self,
+        resource: Resource | None,
+        observed: Observed,
+        applied: Applied | None,
+        force: bool = False,
+    ) -> Decision:
+        if resource is None:
+            assert applied is not None
+            return self._plan_removal(applied, observed)
+        if resource.policy == "append-local":
+            return self._plan_append_local(resource, observed, applied, force)
+        if self._matches(resource, observed):
+            return Decision(ActionType.NO_OP, "up to date")
+        if observed.state in ("directory", "special"):
+            return _conflict(f"a {observed.state} is in the way", resource, observed, applied)
+        verb = "create" if observed.state == "absent" else "update"
+        if resource.policy == "replace" or observed.state == "absent" or force:
+            return Decision(ActionType.WRITE_FILE, f"{verb} {_shape(resource)}")
+        if applied is not None and observed.digest == applied.digest:
+            return Decision(
+                ActionType.WRITE_FILE, f"update {_shape(resource)} (unmodified since applied)"
+            )
+        why = "modified since trueup wrote it" if applied else "differs and trueup never wrote it"
+        return _conflict(why, resource, observed, applied)
+
+    def _plan_append_local(
+        self, resource: Resource, observed: Observed, applied: Applied | None, force: bool
+    ) -> Decision:
+        desired = resource.spec["section_digest"]
+        markers = observed.detail.get("markers")
+        if observed.state == "absent":
+            return Decision(ActionType.WRITE_FILE, "create with the source section")
+        if observed.state != "file":
+            return _conflict(f"a {observed.state} is in the way", resource, observed, applied)
+        if markers == "ok":
+            if observed.digest == desired:
+                return Decision(ActionType.NO_OP, "source section up to date")
+            if force or (applied is not None and observed.digest == applied.digest):
+                return Decision(ActionType.WRITE_FILE, "update the source section")
+            return _conflict("the source section was edited by hand", resource, observed, applied)
+        if markers == "missing" and (applied is None or force):
+            return Decision(ActionType.WRITE_FILE, "add the source section above the local text")
+        return _conflict(f"section markers are {markers}", resource, observed, applied)
+
+    def _plan_removal(self, applied: Applied, observed: Observed) -> Decision:
+        if observed.state == "absent":
+            return Decision(ActionType.REMOVE_RESOURCE, "forget (already gone)", {"gone": True})
+        if observed.digest == applied.digest:
+            what = "the source section" if applied.resource.policy == "append-local" else "file"
+            return Decision(ActionType.REMOVE_RESOURCE, f"remove {what} (no longer declared)")
+        return _conflict(
+            "no longer declared, but modified since trueup wrote it: left in place",
+            applied.resource,
+            observed,
+            applied,
+        )
+
+    @staticmethod
+    def _matches(resource: Resource, observed: Observed) -> bool:
+        spec = resource.spec
+        if spec.get("link") is not None:
+            return observed.state == "symlink" and observed.digest == spec["digest"]
+        return (
+            observed.state == "file"
+            and observed.digest == spec["digest"]
+            and observed.detail.get("executable") == spec.get("executable", False)
+        )
+
+    # -- execute ------------------------------------------------------------
+    def apply(self, action: Action, resource: Resource, ctx: ApplyContext) -> None:
+        path = ctx.path(resource.target)
+        spec = resource.spec
+        if action.type is ActionType.REMOVE_RESOURCE:
+            if action.payload.get("gone"):
+                return
+            if resource.policy == "append-local":
+                _, before, _, after = self._markers(resource).split(ctx.fs.read_bytes(path))
+                if before + after:
+                    ctx.fs.write(path, before + after, _executable_now(ctx, path))
+                    return
+            ctx.fs.remove(path)
+            return
+        if spec.get("link") is not None:
+            ctx.fs.symlink(path, spec["link"])
+            return
+        ctx.fs.write(path, self._new_bytes(resource, ctx.fs, path), spec.get("executable", False))
+
+    def _new_bytes(self, resource: Resource, fs: ReadOnlyFS, path: Path) -> bytes:
+        data = declared_bytes(resource.spec, fs)
+        if resource.policy != "append-local":
+            return data
+        markers = self._markers(resource)
+        current = fs.read_bytes(path) if fs.entry(path) is not None else b""
+        status, before, _, after = markers.split(current)
+        if status == "missing":
+            before, after = b"", current
+        return markers.compose(before, data, after)
+
+    def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
+        observed = self.observe(resource, ctx)
+        if action.type is ActionType.REMOVE_RESOURCE:
+            gone = observed.state == "absent" or observed.detail.get("markers") == "missing"
+            return Evidence("passed" if gone else "failed", "absence", observed.digest)
+        expected = resource.spec.get("section_digest") or resource.spec["digest"]
+        evidence = evidence_of(observed, expected)
+        if evidence.passed and not resource.spec.get("link"):
+            exec_ok = observed.detail.get("executable") == resource.spec.get("executable", False)
+            if not exec_ok:
+                return Evidence(
+                    "failed", "digest", observed.digest, message="executable bit differs"
+                )
+        return evidence
+
+    def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
+        path = ctx.path(resource.target)
+        entry = ctx.fs.entry(path)
+        old = ctx.fs.read_bytes(path) if entry is not None and entry.state == "file" else None
+        if entry is not None and entry.state == "symlink":
+            old = f"-> {entry.link}\n".encode()
+        if action.type is ActionType.REMOVE_RESOURCE:
+            new: bytes | None = None
+            if resource.policy == "append-local" and old is not None:
+                _, before, _, after = self._markers(resource).split(old)
+                new = before + after or None
+        elif resource.spec.get("link") is not None:
+            new = f"-> {resource.spec['link']}\n".encode()
+        else:
+            new = self._new_bytes(resource, ctx.fs, path)
+        return text_diff(old, new, resource.target)
+
+
+def _executable_now(ctx: ObserveContext, path: Path) -> bool:
+    entry = ctx.fs.entry(path)
+    return bool(entry and entry.executable)
+
+
+def _shape(resource: Resource) -> str:
+    return "symlink" if resource.spec.get("link") is not None else "file"
+
+
+def _conflict(
+    why: str, resource: Resource, observed: Observed, applied: Applied | None
+) -> Decision:
+    desired = resource.spec.get("section_digest") or resource.spec.get("digest")
+    return Decision(
+        ActionType.DRIFT_CONFLICT,
+        f"drift: {why}; left exactly as it is",
+        drift={
+            "observed": observed.digest,
+            "applied": applied.digest if applied else None,
+            "desired": desired,
+        },
+    )

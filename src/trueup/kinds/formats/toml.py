@@ -1,0 +1,341 @@
+"""TOML documents edited with tomlkit, which keeps comments and layout.
+
+tomlkit already round-trips a file exactly and edits values in place (keeping a
+value's trailing comment). This module adds what a human would do differently
+from tomlkit's defaults: a new table gets a blank line before its header, a
+replaced string keeps its quoting style when it can, and inline tables are
+rewritten whole (tomlkit's in-place edits leave them oddly spaced).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import MutableMapping
+
+import tomlkit
+from tomlkit.container import Container, OutOfOrderTableProxy
+from tomlkit.exceptions import ParseError, TOMLKitError
+from tomlkit.items import (
+    AoT,
+    Array,
+    InlineTable,
+    Item,
+    Key,
+    String,
+    StringType,
+    Table,
+    Whitespace,
+)
+
+from trueup.kinds.formats import (
+    MISSING,
+    BaseDocument,
+    ConfigError,
+    KeyPath,
+    UnsupportedValueError,
+    same_value,
+)
+
+__all__ = ["TomlDocument"]
+
+_INT64 = range(-(2**63), 2**63)
+_LOCATION = re.compile(r" at line \d+ col \d+$")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+_Mapping = Container | Table | InlineTable | OutOfOrderTableProxy
+
+
+def _plain(value: object) -> object:
+    """tomlkit items as builtin values (``unwrap`` can leave str/int subclasses)."""
+    if isinstance(value, Item | Container | OutOfOrderTableProxy):
+        value = value.unwrap()
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value  # dates and times are already the datetime module's types
+
+
+def _nest(path: KeyPath, value: object) -> object:
+    for segment in reversed(path):
+        value = {segment: value}
+    return value
+
+
+def _inline(value: object) -> Item:
+    """An item that can live inside an inline table or array (no ``[headers]``)."""
+    if isinstance(value, dict):
+        table = tomlkit.inline_table()
+        for key, item in value.items():
+            table.append(key, _inline(item))
+        return table
+    if isinstance(value, list):
+        array = tomlkit.array()
+        for item in value:
+            array.append(_inline(item))
+        return array
+    return tomlkit.item(value)
+
+
+def _string(value: str, like: String) -> String:
+    """A string item in ``like``'s quoting style when that style can hold ``value``."""
+    literal = like.type in (StringType.SLL, StringType.MLL)
+    multiline = like.type in (StringType.MLB, StringType.MLL) and "\n" in value
+    if literal:
+        forbidden = "'''" if multiline else "'"
+        if forbidden in value or _CONTROL.search(value.replace("\n", "") if multiline else value):
+            literal = False
+    return tomlkit.string(value, literal=literal, multiline=multiline)
+
+
+def _sets_table(value: object) -> bool:
+    return isinstance(value, dict) or (
+        isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+    )
+
+
+class TomlDocument(BaseDocument):
+    """A TOML file; every table, comment and blank line survives edits."""
+
+    def __init__(self, text: str, origin: str) -> None:
+        super().__init__(text, origin)
+        try:
+            self._doc = tomlkit.parse(text)
+        except ParseError as exc:
+            reason = _LOCATION.sub("", str(exc))
+            raise ConfigError(
+                f"invalid TOML: {reason}", origin=origin, line=exc.line, column=exc.col + 1
+            ) from None
+        except (TOMLKitError, ValueError) as exc:
+            raise ConfigError(f"invalid TOML: {exc}", origin=origin) from None
+
+    # reading ----------------------------------------------------------------------
+
+    def _root(self) -> dict[str, object]:
+        value = _plain(self._doc)
+        assert isinstance(value, dict)
+        return value
+
+    def _item(self, path: KeyPath) -> object:
+        node: object = self._doc
+        for segment in path:
+            if not isinstance(node, _Mapping) or segment not in node:
+                return MISSING
+            node = node[segment]
+        return node
+
+    def _lookup(self, path: KeyPath) -> object:
+        node = self._item(path)
+        return MISSING if node is MISSING else _plain(node)
+
+    # writing ----------------------------------------------------------------------
+
+    def _check_value(self, value: object) -> None:
+        if value is None:
+            raise UnsupportedValueError("TOML has no null value; delete the key instead")
+        if isinstance(value, int) and not isinstance(value, bool) and value not in _INT64:
+            raise UnsupportedValueError(f"TOML integers are 64-bit; {value} does not fit")
+        if isinstance(value, dict):
+            for item in value.values():
+                self._check_value(item)
+        elif isinstance(value, list):
+            for item in value:
+                self._check_value(item)
+
+    def _render(self) -> str:
+        return self._doc.as_string()
+
+    def _replace(self, path: KeyPath, value: object) -> None:
+        parent: object = self._doc
+        for depth, segment in enumerate(path):
+            if isinstance(parent, InlineTable):
+                self._edit_inline(path[:depth], path[depth:], value)
+                return
+            assert isinstance(parent, _Mapping)
+            if depth == len(path) - 1 or segment not in parent:
+                self._put(parent, segment, _nest(path[depth + 1 :], value))
+                return
+            parent = parent[segment]
+
+    def _remove(self, path: KeyPath) -> None:
+        parent: object = self._doc
+        for depth, segment in enumerate(path[:-1]):
+            if isinstance(parent, InlineTable):
+                self._edit_inline(path[:depth], path[depth:], MISSING)
+                return
+            assert isinstance(parent, _Mapping)
+            parent = parent[segment]
+        if isinstance(parent, InlineTable):
+            self._edit_inline(path[:-1], path[-1:], MISSING)
+            return
+        assert isinstance(parent, _Mapping)
+        del parent[path[-1]]
+
+    def _put(self, container: _Mapping, key: str, value: object) -> None:
+        existing = container.get(key)
+        item: Item
+        if isinstance(existing, InlineTable | Array) or (
+            isinstance(value, list) and not _sets_table(value)
+        ):
+            item = _inline(value)  # keep inline things inline
+        elif isinstance(existing, String) and isinstance(value, str):
+            item = _string(value, existing)
+        else:
+            item = tomlkit.item(value)
+        if existing is None:
+            _place(container, key, item)
+        else:
+            container[key] = item
+
+    def _edit_inline(self, owner: KeyPath, rest: KeyPath, value: object) -> None:
+        """Rewrite the inline table at ``owner`` with ``rest`` set (or deleted if MISSING).
+
+        tomlkit's in-place edits of inline tables leave odd spacing (``{a = 1,b = 2}``),
+        so the table is re-rendered instead, reusing the original text of every key
+        and value that did not change (inline tables cannot hold comments).
+        """
+        plain = copy.deepcopy(self._lookup(owner))
+        assert isinstance(plain, dict)
+        target = plain
+        for segment in rest[:-1]:
+            target = target.setdefault(segment, {})
+        if value is MISSING:
+            target.pop(rest[-1], None)
+        else:
+            target[rest[-1]] = value
+        original = self._item(owner)
+        assert isinstance(original, InlineTable)
+        parsed = tomlkit.parse(f"x = {_render_inline(original, plain)}")["x"]
+        holder = self._item(owner[:-1])
+        assert isinstance(holder, MutableMapping)
+        holder[owner[-1]] = parsed
+
+
+def _render_inline(original: InlineTable, value: dict[str, object]) -> str:
+    """TOML text for inline table ``value``, styled and worded like ``original``."""
+    parts: list[str] = []
+    keys = {key.key: key for key, _ in original.value.body if key is not None}
+    for name, item in value.items():
+        key = keys.get(name)
+        if key is None:
+            parts.append(f"{tomlkit.key(name).as_string()} = {_inline(item).as_string()}")
+            continue
+        old = original[name]
+        if isinstance(old, InlineTable) and isinstance(item, dict):
+            text = _render_inline(old, item)
+        elif same_value(_plain(old), item):
+            text = old.as_string()
+        else:
+            text = _inline(item).as_string()
+        parts.append(f"{key.as_string()}{key.sep}{text}")
+    if not parts:
+        return "{}"
+    pad = " " if original.as_string().startswith("{ ") else ""
+    return "{" + pad + ", ".join(parts) + pad + "}"
+
+
+# --- placing new entries ------------------------------------------------------------
+#
+# tomlkit appends a new key after everything in its table, including the comment
+# and blank lines that visually introduce the *next* table. A person inserts it
+# right after the table's last entry instead (after any comment lines stuck to
+# that entry, before the first blank line), and separates a new [table] from
+# what precedes it with a blank line. That needs tomlkit's (long-stable) private
+# ``_body``/``_insert_at``; when they are missing this falls back to appending.
+
+_Body = list[tuple[Key | None, Item]]
+
+
+def _body_of(item: object) -> _Body | None:
+    inner = item.value if isinstance(item, Table) else item
+    if isinstance(item, AoT):
+        inner = item.body[-1].value if item.body else None
+    body = getattr(inner, "_body", None) if isinstance(inner, Container) else None
+    return body if isinstance(body, list) else None
+
+
+def _is_table_entry(key: Key | None, item: Item) -> bool:
+    """A ``[header]`` entry (dotted keys render inline, so they are not)."""
+    return isinstance(item, Table | AoT) and key is not None and not key.is_dotted()
+
+
+def _last_entry(body: _Body, tables: bool) -> int | None:
+    last = None
+    for index, (key, item) in enumerate(body):
+        if key is None:
+            continue
+        if not tables and _is_table_entry(key, item):
+            break
+        last = index
+    return last
+
+
+def _split_point(body: _Body, start: int) -> int:
+    """Where trivia after ``body[start - 1]`` stops belonging to it: its first blank line."""
+    index = start
+    while index < len(body) and body[index][0] is None:
+        if isinstance(body[index][1], Whitespace):
+            return index
+        index += 1
+    return index
+
+
+def _deepest_body(item: Item) -> _Body | None:
+    """The body rendered last inside ``item`` (where trailing blank lines end up)."""
+    body = _body_of(item)
+    while body:
+        last = _last_entry(body, tables=True)
+        if last is None or not _is_table_entry(*body[last]) or last != len(body) - 1:
+            return body
+        body = _body_of(body[last][1])
+    return body
+
+
+def _place(container: _Mapping, key: str, item: Item) -> None:
+    body = _body_of(container)
+    inner = container.value if isinstance(container, Table) else container
+    is_table = isinstance(item, Table | AoT)
+    last = _last_entry(body, tables=is_table) if body is not None else None
+    if body is None or last is None or not isinstance(inner, Container):
+        container[key] = item
+        return
+    index = _split_point(body, last + 1)
+    moved: list[Item] = []
+    if is_table and index == len(body) and _is_table_entry(*body[last]):
+        # The blank/comment lines before the next table sit inside the previous one.
+        previous = _deepest_body(body[last][1])
+        if previous is not None:
+            previous_last = _last_entry(previous, tables=True)
+            cut = _split_point(previous, 0 if previous_last is None else previous_last + 1)
+            moved = [entry for _, entry in previous[cut:]]
+            del previous[cut:]
+            before: object = previous[-1][1] if previous else None
+        else:
+            before = None
+    else:
+        before = body[index - 1][1]
+    if is_table:
+        target: Item | None = item
+        if isinstance(item, AoT):
+            target = item.body[0] if item.body else None
+        separated = before is None or isinstance(before, Whitespace)
+        if target is not None and not separated and "\n" not in target.trivia.indent:
+            target.trivia.indent = "\n" + target.trivia.indent
+    if index >= len(body) or not hasattr(inner, "_insert_at"):
+        container[key] = item
+    else:
+        inner._insert_at(index, key, item)
+    if moved:
+        tail = _body_of(item) if isinstance(item, AoT) else _deepest_body(item)
+        if tail is None:
+            tail = body
+        tail.extend((None, entry) for entry in moved)

@@ -1,0 +1,466 @@
+"""YAML documents edited with ruamel.yaml's round-trip mode.
+
+ruamel keeps comments, key order and quoting, but it re-emits the whole file and
+it files each comment under the value *before* it. Three things here compensate:
+
+* the emitter is configured like the file (indentation detected from the text,
+  quotes preserved, no line wrapping);
+* comment lines that visually introduce the next key move with it when a key is
+  appended after them or deleted before them, so they stay where they were;
+* after an edit, lines ruamel merely re-spelled (and ``---`` markers it dropped)
+  are restored from the original text; the result is re-parsed and used only if
+  it holds exactly the edited data, otherwise ruamel's own output is used.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import io
+import itertools
+import re
+from collections import defaultdict
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
+from ruamel.yaml.error import CommentMark, MarkedYAMLError, YAMLError
+from ruamel.yaml.scalarbool import ScalarBoolean
+from ruamel.yaml.scalarstring import (
+    DoubleQuotedScalarString,
+    LiteralScalarString,
+    SingleQuotedScalarString,
+)
+from ruamel.yaml.tokens import CommentToken
+
+from trueup.kinds.formats import (
+    MISSING,
+    BaseDocument,
+    ConfigError,
+    KeyPath,
+    Missing,
+    same_value,
+)
+
+__all__ = ["YamlDocument"]
+
+# Plain scalars a YAML 1.1 reader (PyYAML) would not read back as strings.
+_YAML11_SPECIAL = re.compile(r"(?i:y|yes|n|no|on|off|true|false|null|~)")
+_OPENS_BLOCK = re.compile(r"(?P<lead>(?:-\s+)*)[^#\s-][^#]*?:\s*(?:#.*)?")
+_BLOCK_SCALAR = re.compile(r".*(?::|-)\s+[|>][0-9+-]*\s*(?:#.*)?")
+
+
+# --- layout ----------------------------------------------------------------------
+
+
+def _content_lines(text: str) -> list[tuple[int, str]]:
+    """(indent, content) of the structural lines: no blanks, comments or scalar bodies."""
+    lines: list[tuple[int, str]] = []
+    scalar_indent: int | None = None
+    for raw in text.splitlines():
+        content = raw.lstrip(" ")
+        indent = len(raw) - len(content)
+        if not content.strip() or content.startswith("#"):
+            continue
+        if scalar_indent is not None:
+            if indent > scalar_indent:
+                continue
+            scalar_indent = None
+        if content.startswith(("---", "...", "%")):
+            continue
+        lines.append((indent, content.rstrip()))
+        if _BLOCK_SCALAR.fullmatch(content.rstrip()):
+            scalar_indent = indent
+    return lines
+
+
+def _detect_indent(text: str) -> tuple[int, int, int]:
+    """(mapping, sequence, offset) as ruamel's ``YAML.indent`` wants them.
+
+    Taken from the first nested mapping and the first block sequence, so new
+    nested keys line up with the user's (2 and 4 spaces, dashes flush or indented).
+    """
+    mapping: int | None = None
+    offset: int | None = None
+    lines = _content_lines(text)
+    for (indent, content), (next_indent, next_content) in itertools.pairwise(lines):
+        match = _OPENS_BLOCK.fullmatch(content)
+        if match is None:
+            continue
+        key_column = indent + len(match.group("lead"))
+        if next_content == "-" or next_content.startswith("- "):
+            if offset is None and next_indent >= key_column:
+                offset = next_indent - key_column
+        elif mapping is None and next_indent > key_column:
+            mapping = next_indent - key_column
+        if mapping is not None and offset is not None:
+            break
+    mapping = mapping or 2
+    offset = mapping if offset is None else offset
+    return mapping, offset + 2, offset
+
+
+def _make_yaml(text: str) -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 2**31 - 1  # never re-wrap long lines
+    mapping, sequence, offset = _detect_indent(text)
+    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
+    return yaml
+
+
+# --- values ----------------------------------------------------------------------
+
+
+def _key_text(key: object) -> str:
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    return str(key)
+
+
+def _plain(value: object) -> object:
+    """ruamel's round-trip types (ScalarFloat, CommentedMap, ...) as builtins."""
+    if value is None:
+        return None
+    if isinstance(value, bool | ScalarBoolean):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        return {_key_text(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_plain(item) for item in value), key=repr)
+    if isinstance(value, _dt.datetime):
+        return _dt.datetime(
+            value.year,
+            value.month,
+            value.day,
+            value.hour,
+            value.minute,
+            value.second,
+            value.microsecond,
+            value.tzinfo,
+        )
+    if isinstance(value, _dt.date):
+        return _dt.date(value.year, value.month, value.day)
+    if isinstance(value, TaggedScalar):
+        return str(value.value)
+    return str(value)
+
+
+def _string(value: str, like: object) -> object:
+    """``value`` quoted like the string it replaces, or quoted if YAML 1.1 would misread it."""
+    if isinstance(like, DoubleQuotedScalarString):
+        return DoubleQuotedScalarString(value)
+    if isinstance(like, SingleQuotedScalarString):
+        if "\n" in value:
+            return DoubleQuotedScalarString(value)
+        return SingleQuotedScalarString(value)
+    if isinstance(like, LiteralScalarString) and "\n" in value:
+        return LiteralScalarString(value)
+    if _YAML11_SPECIAL.fullmatch(value):
+        return SingleQuotedScalarString(value)
+    return value
+
+
+def _to_node(value: object, like: object = None) -> object:
+    if isinstance(value, dict):
+        mapping = CommentedMap()
+        for key, item in value.items():
+            mapping[key] = _to_node(item)
+        return mapping
+    if isinstance(value, list):
+        sequence = CommentedSeq(_to_node(item) for item in value)
+        if isinstance(like, CommentedSeq) and like.fa.flow_style():
+            sequence.fa.set_flow_style()  # `tags: [a, b]` stays on one line
+        return sequence
+    if isinstance(value, str):
+        return _string(value, like)
+    return value
+
+
+def _nest(path: KeyPath, value: object) -> object:
+    for segment in reversed(path):
+        value = {segment: value}
+    return value
+
+
+# --- comments --------------------------------------------------------------------
+#
+# ruamel attaches the text after a value (its end-of-line comment plus any comment
+# and blank lines before the next key) to that value: ``ca.items[key][2]`` in a
+# mapping, ``ca.items[index][0]`` in a sequence. The first line of that token ends
+# the value's own line; the rest belongs, visually, to whatever comes next.
+
+_Holder = tuple[Any, Any]  # (CommentedMap or CommentedSeq, key or index)
+
+
+def _own_keys(mapping: CommentedMap) -> list[Any]:
+    own = getattr(mapping, "_ok", None)  # keys not pulled in by a `<<:` merge
+    return [key for key in mapping if own is None or key in own]
+
+
+def _is_block(value: object) -> bool:
+    return (
+        isinstance(value, CommentedMap | CommentedSeq)
+        and len(value) > 0
+        and not value.fa.flow_style()
+        and value.anchor.value is None
+    )
+
+
+def _deepest_last(container: Any, key: Any) -> _Holder:
+    """The holder of the comment token that ends the text of ``container[key]``."""
+    value = container[key]
+    while _is_block(value):
+        if isinstance(value, CommentedMap):
+            keys = _own_keys(value)
+            if not keys:
+                break
+            container, key = value, keys[-1]
+        else:
+            container, key = value, len(value) - 1
+        value = container[key]
+    return container, key
+
+
+def _slot(container: Any) -> int:
+    return 2 if isinstance(container, CommentedMap) else 0
+
+
+def _token(holder: _Holder) -> CommentToken | None:
+    container, key = holder
+    entry = container.ca.items.get(key)
+    token = entry[_slot(container)] if entry else None
+    return token if isinstance(token, CommentToken) else None
+
+
+def _set_token(holder: _Holder, token: CommentToken | None) -> None:
+    container, key = holder
+    entry = container.ca.items.setdefault(key, [None, None, None, None])
+    entry[_slot(container)] = token
+
+
+def _detach_tail(container: Any, key: Any) -> str:
+    """Cut the comment/blank lines after ``container[key]``'s last line, and return them."""
+    holder = _deepest_last(container, key)
+    token = _token(holder)
+    if token is None:
+        return ""
+    first, newline, rest = str(token.value).partition("\n")
+    if not newline or not rest:
+        return ""
+    token.value = first + newline
+    return rest
+
+
+def _append_tail(holder: _Holder, tail: str) -> None:
+    if not tail:
+        return
+    token = _token(holder)
+    if token is None:
+        _set_token(holder, CommentToken("\n" + tail, CommentMark(0), None))
+    else:
+        token.value = str(token.value) + tail
+
+
+def _attach_tail(container: Any, key: Any, tail: str) -> None:
+    """Put ``tail`` back after the last line of ``container[key]``."""
+    _append_tail(_deepest_last(container, key), tail)
+
+
+def _tidy(container: CommentedMap, key: Any) -> None:
+    """Drop a comment-less line-end token from a key that now holds a block collection.
+
+    (It would emit an empty line between ``key:`` and the first nested line.)
+    """
+    token = _token((container, key))
+    if token is not None and _is_block(container[key]) and "#" not in str(token.value):
+        _set_token((container, key), None)
+
+
+# --- restoring untouched lines ---------------------------------------------------
+
+
+def _restore(original: str, baseline: str, edited: str) -> str:
+    """Apply the baseline→edited line diff to ``original`` instead of to ``baseline``.
+
+    ``baseline`` is ruamel's rendering of the unedited file. Where it differs from
+    the original line for line, ruamel re-spelled something (spacing, a dropped
+    ``---``); those lines are taken from the original wherever the edit did not
+    touch them.
+    """
+    o = original.splitlines(keepends=True)
+    b = baseline.splitlines(keepends=True)
+    e = edited.splitlines(keepends=True)
+    to_original: dict[int, int] = {}
+    extra: defaultdict[int, list[str]] = defaultdict(list)  # original-only lines
+    matcher = difflib.SequenceMatcher(None, b, o, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            to_original.update((i1 + k, j1 + k) for k in range(i2 - i1))
+        elif tag == "insert":
+            extra[i1].extend(o[j1:j2])
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, b, e, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for i in range(i1, i2):
+            out.extend(extra.pop(i, []))
+            if tag == "equal":
+                out.append(o[to_original[i]] if i in to_original else b[i])
+        if tag != "equal":
+            out.extend(e[j1:j2])
+    for i in sorted(extra):
+        out.extend(extra[i])
+    return "".join(out)
+
+
+# --- the document ----------------------------------------------------------------
+
+
+class YamlDocument(BaseDocument):
+    """A YAML file whose top level is a mapping (or empty)."""
+
+    def __init__(self, text: str, origin: str) -> None:
+        super().__init__(text, origin)
+        self._yaml = _make_yaml(text)
+        self._head = ""  # a comments-only file: kept above the first new key
+        data = self._parse(text)
+        if data is None:
+            if all(
+                not line.strip() or line.lstrip().startswith(("#", "---"))
+                for line in text.splitlines()
+            ):
+                self._head = text
+            data = CommentedMap()
+        if not isinstance(data, CommentedMap):
+            raise ConfigError(
+                "the top level of a YAML config file must be a mapping", origin=origin
+            )
+        self._data: CommentedMap = data
+
+    def _parse(self, text: str) -> object:
+        try:
+            return self._yaml.load(text)
+        except MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            reason = " ".join(str(part) for part in (exc.context, exc.problem) if part)
+            raise ConfigError(
+                f"invalid YAML: {reason or exc}",
+                origin=self.origin,
+                line=mark.line + 1 if mark is not None else None,
+                column=mark.column + 1 if mark is not None else None,
+            ) from None
+        except YAMLError as exc:
+            raise ConfigError(f"invalid YAML: {exc}", origin=self.origin) from None
+
+    # reading ----------------------------------------------------------------------
+
+    def _root(self) -> dict[str, object]:
+        value = _plain(self._data)
+        assert isinstance(value, dict)
+        return value
+
+    @staticmethod
+    def _key(mapping: object, segment: str) -> Any:
+        """The actual key in ``mapping`` spelled ``segment`` (YAML keys need not be str)."""
+        if not isinstance(mapping, CommentedMap):
+            return MISSING
+        if segment in mapping:
+            return segment
+        for key in mapping:
+            if not isinstance(key, str) and _key_text(key) == segment:
+                return key
+        return MISSING
+
+    def _lookup(self, path: KeyPath) -> object:
+        node: object = self._data
+        for segment in path:
+            key = self._key(node, segment)
+            if key is MISSING:
+                return MISSING
+            assert isinstance(node, CommentedMap)
+            node = node[key]
+        return _plain(node)
+
+    # writing ----------------------------------------------------------------------
+
+    def _replace(self, path: KeyPath, value: object) -> None:
+        parent = self._data
+        for depth, segment in enumerate(path):
+            key = self._key(parent, segment)
+            if key is MISSING:
+                keys = _own_keys(parent)
+                tail = _detach_tail(parent, keys[-1]) if keys else ""
+                parent[segment] = _to_node(_nest(path[depth + 1 :], value))
+                _attach_tail(parent, segment, tail)
+                return
+            if depth == len(path) - 1:
+                tail = _detach_tail(parent, key)
+                parent[key] = _to_node(value, like=parent[key])
+                _tidy(parent, key)
+                _attach_tail(parent, key, tail)
+                return
+            parent = parent[key]
+
+    def _remove(self, path: KeyPath) -> None:
+        grandparent: CommentedMap | None = None
+        parent = self._data
+        for segment in path[:-1]:
+            grandparent, parent = parent, parent[self._key(parent, segment)]
+        key = self._key(parent, path[-1])
+        if isinstance(key, Missing):  # pragma: no cover - BaseDocument checks
+            return
+        keys = _own_keys(parent)
+        index = keys.index(key) if key in keys else 0
+        tail = _detach_tail(parent, key) if key in keys else ""
+        del parent[key]
+        if not tail:
+            return
+        if index > 0:
+            _attach_tail(parent, keys[index - 1], tail)
+        elif grandparent is not None:
+            # The lines came right after `parent_key:`; that is where they stay.
+            _append_tail((grandparent, self._key(grandparent, path[-2])), tail)
+        else:
+            comment = parent.ca.comment
+            if not comment:
+                comment = parent.ca.comment = [None, []]
+            if comment[1] is None:
+                comment[1] = []
+            comment[1].append(CommentToken(tail, CommentMark(0), None))
+
+    def _dump(self, data: object) -> str:
+        stream = io.StringIO()
+        self._yaml.dump(data, stream)
+        return stream.getvalue()
+
+    def _render(self) -> str:
+        edited = self._dump(self._data)
+        original = self._original
+        if self._head:
+            head = self._head if self._head.endswith("\n") else self._head + "\n"
+            return head + edited if self._data else head
+        newline = "\r\n" if "\r\n" in original else "\n"
+        if newline != "\n":
+            edited = edited.replace("\n", newline)
+        if not original.endswith("\n"):
+            original += newline
+        baseline = self._dump(self._parse(self._original)).replace("\n", newline)
+        if baseline == original:
+            return edited
+        restored = _restore(original, baseline, edited)
+        try:
+            if same_value(_plain(self._yaml.load(restored)), _plain(self._data)):
+                return restored
+        except YAMLError:
+            pass
+        return edited

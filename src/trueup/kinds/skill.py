@@ -1,0 +1,54 @@
+"""The skill kind: an agent skill folder, installed whole.
+
+Skills are edited by people and agents alike, so the default is
+replace-if-unmodified: a skill changed since trueup installed it is a drift
+conflict and stays exactly as it is until someone decides.
+"""
+
+from __future__ import annotations
+
+from trueup.kinds import tree
+from trueup.kinds.base import Decision, ObserveContext
+from trueup.model import ActionType, Applied, Observed, Resource
+
+
+class SkillKind(tree.TreeKind):
+    name = "skill"
+    policies = ("replace-if-unmodified", "replace")
+
+    def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
+        return tree.observe_tree(resource, ctx, managed_only=False)
+
+    def plan(
+        self,
+        resource: Resource | None,
+        observed: Observed,
+        applied: Applied | None,
+        force: bool = False,
+    ) -> Decision:
+        if resource is None:
+            assert applied is not None
+            return tree.removal(applied, observed, whole=True)
+        live = observed.detail.get("files", {})
+        if observed.state == "directory" and observed.digest == resource.spec["digest"]:
+            return Decision(ActionType.NO_OP, "up to date")
+        blocked = tree.in_the_way(resource.spec["files"], observed)
+        unmodified = applied is not None and observed.digest == applied.digest
+        if blocked or not (
+            observed.state == "absent" or unmodified or force or resource.policy == "replace"
+        ):
+            why = blocked or (
+                "modified since trueup installed it"
+                if applied
+                else "differs and trueup never wrote it"
+            )
+            return Decision(
+                ActionType.DRIFT_CONFLICT,
+                f"drift: {why}; left exactly as it is",
+                drift={
+                    "observed": observed.digest,
+                    "applied": applied.digest if applied else None,
+                    "desired": resource.spec["digest"],
+                },
+            )
+        return tree.mirror(resource, observed, list(live), "skill")

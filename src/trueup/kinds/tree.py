@@ -1,0 +1,187 @@
+"""Folder trees shared by the directory and skill kinds.
+
+A desired tree is ``{relative path: entry}`` taken from a source folder at
+declaration time; an observed tree is the same shape read from the target.
+Entries are ``["file", digest, executable]`` or ``["link", target]``, so two
+trees compare with ``==`` and digest canonically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from trueup.canonical import digest
+from trueup.errors import ConflictError, UsageError
+from trueup.fs import Entry, ReadOnlyFS, sha256_bytes
+from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext
+from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
+
+TreeEntry = list[Any]
+Tree = Mapping[str, TreeEntry]
+
+
+class TreeFields(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+
+
+def as_tree(entries: Mapping[str, Entry]) -> dict[str, TreeEntry]:
+    tree: dict[str, TreeEntry] = {}
+    for rel, entry in entries.items():
+        if entry.state == "file":
+            tree[rel] = ["file", entry.digest, entry.executable]
+        elif entry.state == "symlink":
+            tree[rel] = ["link", entry.link]
+        elif entry.state == "special":
+            tree[rel] = ["special"]
+    return tree
+
+
+def tree_digest(tree: Tree) -> str:
+    return digest(dict(tree))
+
+
+def observe_tree(resource: Resource, ctx: ObserveContext, managed_only: bool) -> Observed:
+    """The live tree; for mirror-owned only the declared paths count in the digest."""
+    path = ctx.path(resource.target)
+    entry = ctx.fs.entry(path)
+    if entry is None:
+        return ABSENT
+    if entry.state != "directory":
+        return Observed(entry.state)
+    live = as_tree(ctx.fs.walk(path))
+    counted = (
+        {k: v for k, v in live.items() if k in resource.spec["files"]} if managed_only else live
+    )
+    return Observed("directory", tree_digest(counted), {"files": live})
+
+
+def changes(desired: Tree, live: Tree, removable: Iterable[str]) -> dict[str, list[str]]:
+    write = sorted(rel for rel, entry in desired.items() if live.get(rel) != entry)
+    remove = sorted(rel for rel in removable if rel in live and rel not in desired)
+    return {"write": write, "remove": remove}
+
+
+def owned_unmodified(applied: Applied, live: Tree) -> list[str]:
+    owned: Mapping[str, TreeEntry] = applied.detail.get("files", {})
+    return [rel for rel, entry in owned.items() if live.get(rel) == entry]
+
+
+def in_the_way(desired: Tree, observed: Observed) -> str | None:
+    """A path a file must go to that holds a folder, or the target itself not a folder."""
+    if observed.state not in ("absent", "directory"):
+        return f"a {observed.state} is where the folder should be"
+    live = observed.detail.get("files", {})
+    blocked = sorted(rel for rel in desired if rel not in live and _has_children(rel, live))
+    return f"a folder is in the way at {blocked[0]}" if blocked else None
+
+
+def _has_children(rel: str, live: Mapping[str, Any]) -> bool:
+    prefix = rel + "/"
+    return any(key.startswith(prefix) for key in live)
+
+
+def mirror(resource: Resource, observed: Observed, removable: Iterable[str], what: str) -> Decision:
+    plan = changes(resource.spec["files"], observed.detail.get("files", {}), removable)
+    if not plan["write"] and not plan["remove"]:
+        return Decision(ActionType.NO_OP, "up to date")
+    parts = [f"write {len(plan['write'])}"] if plan["write"] else []
+    parts += [f"remove {len(plan['remove'])}"] if plan["remove"] else []
+    verb = "install" if observed.state == "absent" else "update"
+    return Decision(ActionType.MIRROR_DIRECTORY, f"{verb} {what}: {', '.join(parts)} file(s)", plan)
+
+
+def removal(applied: Applied, observed: Observed, whole: bool) -> Decision:
+    """Drop a no-longer-declared tree if what trueup wrote is still unmodified."""
+    if observed.state == "absent":
+        return Decision(ActionType.REMOVE_RESOURCE, "forget (already gone)", {"remove": []})
+    live = observed.detail.get("files", {})
+    owned = applied.detail.get("files", {})
+    unmodified = owned_unmodified(applied, live)
+    if len(unmodified) != len([rel for rel in owned if rel in live]):
+        return Decision(
+            ActionType.DRIFT_CONFLICT,
+            "drift: no longer declared, but modified since trueup wrote it: left in place",
+            drift={"observed": observed.digest, "applied": applied.digest, "desired": None},
+        )
+    remove = sorted(live) if whole else sorted(unmodified)
+    return Decision(
+        ActionType.REMOVE_RESOURCE,
+        f"remove {len(remove)} file(s) (no longer declared)",
+        {"remove": remove},
+    )
+
+
+def tree_preview(action: Action) -> str:
+    lines = [f"+ {rel}\n" for rel in action.payload.get("write", [])[:50]]
+    lines += [f"- {rel}\n" for rel in action.payload.get("remove", [])[:50]]
+    total = len(action.payload.get("write", [])) + len(action.payload.get("remove", []))
+    if total > 100:
+        lines.append(f"… and {total - len(lines)} more\n")
+    return "".join(lines)
+
+
+class TreeKind(Kind):
+    """What the directory and skill kinds share: everything but observe and plan."""
+
+    def declaration_model(self) -> type[BaseModel]:
+        return TreeFields
+
+    def resolve(
+        self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
+    ) -> dict[str, Any]:
+        source = (base_dir / fields["source"]).resolve()
+        if not source.is_dir():
+            raise UsageError(
+                f"source folder {fields['source']!r} does not exist (looked in {source})"
+            )
+        files = as_tree(fs.walk(source))
+        return {"source": str(source), "files": files, "digest": tree_digest(files)}
+
+    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[Path]:
+        base = ctx.path(resource.target)
+        rels = [*action.payload.get("write", []), *action.payload.get("remove", [])]
+        return [base / rel for rel in rels]
+
+    def apply(self, action: Action, resource: Resource, ctx: ApplyContext) -> None:
+        base = ctx.path(resource.target)
+        source = Path(resource.spec.get("source", ""))
+        desired: Tree = resource.spec.get("files", {})
+        for rel in action.payload.get("write", []):
+            entry = desired[rel]
+            if entry[0] == "link":
+                ctx.fs.symlink(base / rel, entry[1])
+                continue
+            data = ctx.fs.read_bytes(source / rel)
+            if sha256_bytes(data) != entry[1]:
+                raise ConflictError(
+                    f"source {source / rel} changed after the plan was computed",
+                    hint="compute the plan again",
+                )
+            ctx.fs.write(base / rel, data, entry[2])
+        for rel in action.payload.get("remove", []):
+            ctx.fs.remove(base / rel, prune_up_to=base)
+
+    def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
+        base = ctx.path(resource.target)
+        live = as_tree(ctx.fs.walk(base)) if ctx.fs.entry(base) else {}
+        removing = action.type is ActionType.REMOVE_RESOURCE
+        desired: Tree = {} if removing else resource.spec.get("files", {})
+        wrong = [rel for rel in desired if live.get(rel) != desired[rel]]
+        wrong += [rel for rel in action.payload.get("remove", []) if rel in live]
+        if wrong:
+            return Evidence("failed", "digest", tree_digest(live), message=f"{wrong[0]} differs")
+        return Evidence("passed", "digest", tree_digest({rel: live[rel] for rel in desired}))
+
+    def record(self, action: Action, resource: Resource) -> Mapping[str, Any] | None:
+        if action.type is ActionType.REMOVE_RESOURCE:
+            return None
+        return {"files": resource.spec["files"]}
+
+    def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
+        return tree_preview(action)

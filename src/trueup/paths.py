@@ -1,0 +1,84 @@
+"""Targets: the rules a target path must obey, and resolving it under a root.
+
+A target is always relative to the root it is applied to, so a profile can be
+tried in a sandbox before it touches a home directory. Everything that could
+make a write land outside the root is refused here, before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import unicodedata
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+_GLOB = frozenset("*?[")
+
+
+class TargetError(ValueError):
+    """A target that breaks a rule; the message says which."""
+
+
+def normalise_target(raw: str) -> str:
+    """Return the canonical spelling of a target, or raise ``TargetError``."""
+    if not raw or not raw.strip():
+        raise TargetError("target is empty")
+    if "\0" in raw:
+        raise TargetError("target contains a NUL character")
+    text = unicodedata.normalize("NFC", raw.replace("\\", "/"))
+    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+        raise TargetError(f"target {raw!r} is absolute; targets are relative to the root")
+    if any(ch in _GLOB for ch in text):
+        raise TargetError(f"target {raw!r} contains a glob character")
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if not parts:
+        raise TargetError(f"target {raw!r} names the root itself")
+    if ".." in parts:
+        raise TargetError(f"target {raw!r} contains '..'")
+    return "/".join(parts)
+
+
+def folds_case() -> bool:
+    """Whether the platform's usual file systems compare names case-insensitively."""
+    return sys.platform in ("darwin", "win32")
+
+
+def overlap_key(target: str) -> str:
+    return target.casefold() if folds_case() else target
+
+
+def find_overlaps(targets: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Pairs of resource ids whose targets are equal or nest, after normalisation."""
+    keyed = sorted((overlap_key(t), rid) for rid, t in targets)
+    clashes: list[tuple[str, str]] = []
+    open_dirs: list[tuple[str, str]] = []
+    for key, rid in keyed:
+        while open_dirs and not (key == open_dirs[-1][0] or key.startswith(open_dirs[-1][0] + "/")):
+            open_dirs.pop()
+        if open_dirs:
+            clashes.append((open_dirs[-1][1], rid))
+        open_dirs.append((key, rid))
+    return clashes
+
+
+def resolve_under(root: Path, target: str) -> Path:
+    """The absolute path of ``target`` under ``root``, refusing an escape.
+
+    Every existing parent is checked without following the final component:
+    a parent that is a symlink must resolve inside the root, so a link planted
+    in a followed directory cannot redirect a write elsewhere.
+    """
+    real_root = Path(os.path.realpath(root))
+    path = real_root.joinpath(*PurePosixPath(target).parts)
+    current = real_root
+    for part in PurePosixPath(target).parts[:-1]:
+        current = current / part
+        if os.path.islink(current):
+            resolved = Path(os.path.realpath(current))
+            if resolved != real_root and real_root not in resolved.parents:
+                raise TargetError(
+                    f"target {target!r} goes through {current}, a symlink to {resolved}, "
+                    f"which is outside the root {real_root}"
+                )
+    return path

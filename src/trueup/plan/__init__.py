@@ -1,0 +1,1 @@
+"""The planner: a pure function of resources, observations and applied records."""

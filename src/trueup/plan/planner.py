@@ -1,0 +1,104 @@
+"""Compute a plan. Pure: no I/O, no clock, no randomness.
+
+Everything kind-specific is the kind's ``plan``; this module only orders
+resources, asks each kind for its decision, and assembles the plan whose
+identity covers the observations it was computed from.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping
+
+from trueup import kinds
+from trueup.errors import UsageError
+from trueup.kinds.base import Decision
+from trueup.model import ABSENT, Action, Applied, Observed, Plan, Resource, Target
+
+
+def topological_order(resources: Iterable[Resource]) -> list[Resource]:
+    """Dependencies first, ties broken by id; a cycle is an error naming it."""
+    by_id = {r.id: r for r in resources}
+    indegree = {rid: 0 for rid in by_id}
+    dependents: dict[str, list[str]] = {rid: [] for rid in by_id}
+    for resource in by_id.values():
+        for dep in resource.depends_on:
+            if dep not in by_id:
+                raise UsageError(f"resource {resource.id!r} depends on unknown resource {dep!r}")
+            indegree[resource.id] += 1
+            dependents[dep].append(resource.id)
+    ready = [rid for rid, n in indegree.items() if n == 0]
+    heapq.heapify(ready)
+    ordered: list[Resource] = []
+    while ready:
+        rid = heapq.heappop(ready)
+        ordered.append(by_id[rid])
+        for child in dependents[rid]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                heapq.heappush(ready, child)
+    if len(ordered) != len(by_id):
+        raise UsageError(f"dependency cycle: {' -> '.join(_find_cycle(by_id, indegree))}")
+    return ordered
+
+
+def _find_cycle(by_id: Mapping[str, Resource], indegree: Mapping[str, int]) -> list[str]:
+    """Walk dependencies among the unresolved resources until one repeats."""
+    stuck = sorted(rid for rid, n in indegree.items() if n > 0)
+    path: list[str] = []
+    current = stuck[0]
+    while current not in path:
+        path.append(current)
+        current = next(d for d in sorted(by_id[current].depends_on) if indegree.get(d, 0) > 0)
+    return [*path[path.index(current) :], current]
+
+
+def compute_plan(
+    target: Target,
+    source: str,
+    declaration: str,
+    resources: Iterable[Resource],
+    observed: Mapping[str, Observed],
+    applied: Mapping[str, Applied],
+    force: frozenset[str] = frozenset(),
+) -> Plan:
+    """Decide one action per declared resource, then one per dropped resource."""
+    ordered = topological_order(resources)
+    declared = {r.id for r in ordered}
+    actions: list[Action] = []
+    for resource in ordered:
+        seen = observed.get(resource.id, ABSENT)
+        decision = kinds.get(resource.kind).plan(
+            resource, seen, applied.get(resource.id), resource.id in force
+        )
+        actions.append(_action(resource, decision, resource.depends_on))
+    for rid in sorted(set(applied) - declared):
+        record = applied[rid]
+        decision = kinds.get(record.resource.kind).plan(
+            None, observed.get(rid, ABSENT), record, rid in force
+        )
+        actions.append(_action(record.resource, decision, ()))
+    return Plan(
+        target=target,
+        source=source,
+        declaration=declaration,
+        observed={rid: obs.identity() for rid, obs in sorted(observed.items())},
+        actions=tuple(actions),
+        force=tuple(sorted(force)),
+    )
+
+
+def _action(resource: Resource, decision: Decision, before: tuple[str, ...]) -> Action:
+    payload = dict(decision.payload)
+    if decision.drift is not None:
+        payload["drift"] = dict(decision.drift)
+    return Action(
+        resource_id=resource.id,
+        kind=resource.kind,
+        type=decision.type,
+        summary=decision.summary,
+        payload=payload,
+        before=tuple(sorted(before)),
+        destroys=decision.destroys,
+        migrates=decision.migrates,
+    )

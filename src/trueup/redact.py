@@ -1,0 +1,48 @@
+"""Known secret values never leave the process in clear.
+
+Every message, log line and JSON document the CLI emits passes through
+``redact``. Secrets become known when trueup reads them (a provider token, a
+client secret) and, conservatively, from environment variables whose names
+say they hold one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+MAX_MESSAGE = 2048
+PLACEHOLDER = "[REDACTED]"
+_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|PRIVATE_KEY|CREDENTIAL)", re.I)
+_known: set[str] = set()
+_env_loaded = False
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a value to scrub; very short values would scrub ordinary words."""
+    if value and len(value) >= 6:
+        _known.add(value)
+
+
+def _load_env() -> None:
+    global _env_loaded
+    if not _env_loaded:
+        _env_loaded = True
+        for name, value in os.environ.items():
+            if _SECRET_NAME.search(name):
+                register_secret(value)
+
+
+def redact(text: str, limit: int | None = None) -> str:
+    """Scrub known secrets; with ``limit``, cap the length (messages, not documents)."""
+    _load_env()
+    for secret in sorted(_known, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, PLACEHOLDER)
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def redact_message(text: str) -> str:
+    return redact(text, MAX_MESSAGE)

@@ -1,0 +1,48 @@
+"""Where trueup keeps its state and what limits it works under."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from trueup.fs import DEFAULT_MAX_FILE_BYTES
+
+
+def data_dir() -> Path:
+    """``TRUEUP_DATA``, else the platform's user data directory."""
+    explicit = os.environ.get("TRUEUP_DATA")
+    if explicit:
+        return Path(explicit).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("trueup", appauthor=False))
+
+
+@dataclass(frozen=True)
+class Settings:
+    data: Path
+    state_url: str
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    actor: str = ""
+
+    @classmethod
+    def from_env(
+        cls, state: str | None = None, max_file_bytes: int | None = None, actor: str | None = None
+    ) -> Settings:
+        data = data_dir()
+        url = state or os.environ.get("TRUEUP_STATE") or f"sqlite:///{data / 'state.db'}"
+        return cls(
+            data=data,
+            state_url=url,
+            max_file_bytes=max_file_bytes or DEFAULT_MAX_FILE_BYTES,
+            actor=actor or os.environ.get("TRUEUP_ACTOR") or _os_user(),
+        )
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return f"uid-{os.getuid()}"

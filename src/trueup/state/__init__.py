@@ -1,0 +1,1 @@
+"""The state store: runs, journal, applied records, drift, the stat cache."""

@@ -1,0 +1,177 @@
+"""A thin DB-API layer that speaks one SQL dialect to SQLite and PostgreSQL.
+
+Alembic (and so SQLAlchemy) owns the schema and its migrations; the runtime
+queries are plain portable SQL over the standard drivers. That keeps a no-op
+``trueup plan`` from paying SQLAlchemy's import cost on every run, while the
+schema still has exactly one definition (the migrations).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from trueup.errors import UsageError
+
+Row = tuple[Any, ...]
+Params = Mapping[str, Any]
+
+_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+class UniqueViolation(Exception):
+    """An INSERT hit a unique constraint; ``constraint`` names it when known."""
+
+    def __init__(self, constraint: str | None) -> None:
+        super().__init__(constraint or "unique constraint")
+        self.constraint = constraint
+
+
+def sqlite_path(url: str) -> Path | None:
+    if url.startswith("sqlite:///"):
+        return Path(unquote(url[len("sqlite:///") :]))
+    return None
+
+
+class Database:
+    """One connection to the store, with explicit transactions."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        path = sqlite_path(url)
+        if path is not None:
+            self.dialect = "sqlite"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._sqlite = sqlite3.connect(path, isolation_level=None, timeout=60)
+            self._sqlite.execute("PRAGMA journal_mode=WAL")
+            self._sqlite.execute("PRAGMA synchronous=FULL")
+            self._sqlite.execute("PRAGMA busy_timeout=60000")
+            self._pg: Any = None
+        elif urlparse(url).scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+            import psycopg
+
+            self.dialect = "postgresql"
+            try:
+                self._pg = psycopg.connect(_libpq_url(url), autocommit=True)
+            except psycopg.OperationalError as exc:
+                raise UsageError(
+                    f"cannot connect to the state database {redact_url(url)}: {exc}".strip()
+                ) from None
+        else:
+            raise UsageError(
+                f"unsupported state URL {redact_url(url)!r}",
+                hint="use sqlite:///PATH or postgresql://USER@HOST:PORT/DB",
+            )
+        self._depth = 0
+
+    def close(self) -> None:
+        if self.dialect == "sqlite":
+            self._sqlite.close()
+        else:
+            self._pg.close()
+
+    def _sql(self, sql: str) -> str:
+        if self.dialect == "sqlite":
+            return sql
+        return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+    def execute(self, sql: str, params: Params | None = None) -> list[Row]:
+        try:
+            if self.dialect == "sqlite":
+                cursor = self._sqlite.execute(sql, params or {})
+                return cursor.fetchall()
+            with self._pg.cursor() as cur:
+                cur.execute(self._sql(sql), params or {})
+                return list(cur.fetchall()) if cur.description else []
+        except Exception as exc:
+            _raise_unique(exc)
+            raise
+
+    def executemany(self, sql: str, rows: Sequence[Params]) -> None:
+        if not rows:
+            return
+        try:
+            if self.dialect == "sqlite":
+                self._sqlite.executemany(sql, rows)
+            else:
+                with self._pg.cursor() as cur:
+                    cur.executemany(self._sql(sql), rows)
+        except Exception as exc:
+            _raise_unique(exc)
+            raise
+
+    def one(self, sql: str, params: Params | None = None) -> Row | None:
+        rows = self.execute(sql, params)
+        return rows[0] if rows else None
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction; nested calls join the outer one."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self._depth = 1
+        try:
+            if self.dialect == "sqlite":
+                self._sqlite.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                except BaseException:
+                    self._sqlite.execute("ROLLBACK")
+                    raise
+                self._sqlite.execute("COMMIT")
+            else:
+                with self._pg.transaction():
+                    yield
+        finally:
+            self._depth = 0
+
+    def table_exists(self, name: str) -> bool:
+        if self.dialect == "sqlite":
+            sql = "SELECT 1 FROM sqlite_master WHERE type='table' AND name=:name"
+        else:
+            sql = "SELECT 1 FROM information_schema.tables WHERE table_name=:name"
+        return self.one(sql, {"name": name}) is not None
+
+
+def _raise_unique(exc: Exception) -> None:
+    """Translate a driver's unique violation by its code, never its message."""
+    if isinstance(exc, sqlite3.IntegrityError):
+        if getattr(exc, "sqlite_errorname", "") in (
+            "SQLITE_CONSTRAINT_UNIQUE",
+            "SQLITE_CONSTRAINT_PRIMARYKEY",
+        ):
+            raise UniqueViolation(None) from exc
+        return
+    if getattr(exc, "sqlstate", None) == "23505":
+        diag = getattr(exc, "diag", None)
+        raise UniqueViolation(getattr(diag, "constraint_name", None)) from exc
+
+
+def _libpq_url(url: str) -> str:
+    return re.sub(r"^postgres(ql)?(\+psycopg)?://", "postgresql://", url)
+
+
+def redact_url(url: str) -> str:
+    """A URL fit for messages: any password replaced."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:[REDACTED]@", url)
+
+
+def sqlalchemy_url(url: str) -> str:
+    if sqlite_path(url) is not None:
+        return url
+    return re.sub(r"^postgres(ql)?(\+psycopg)?://", "postgresql+psycopg://", url)
+
+
+def default_url(data_dir: Path) -> str:
+    return os.environ.get("TRUEUP_STATE") or f"sqlite:///{data_dir / 'state.db'}"

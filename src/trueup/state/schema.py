@@ -1,0 +1,91 @@
+"""Schema versions: check cheaply on every open, migrate only on demand.
+
+Reading ``alembic_version`` with one query avoids importing Alembic on the
+hot path; ``HEAD`` must name the newest migration (a test keeps them equal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from trueup.errors import UsageError
+from trueup.state.db import Database, redact_url, sqlalchemy_url, sqlite_path
+
+HEAD = "0001"
+KNOWN = ("0001",)
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def current_revision(db: Database) -> str | None:
+    if not db.table_exists("alembic_version"):
+        return None
+    row = db.one("SELECT version_num FROM alembic_version")
+    return str(row[0]) if row else None
+
+
+def ensure_current(db: Database) -> None:
+    """Create an empty store; refuse one that is behind or ahead of this trueup."""
+    revision = current_revision(db)
+    if revision == HEAD:
+        return
+    if revision is None:
+        migrate(db.url)
+        return
+    where = redact_url(db.url)
+    if revision in KNOWN:
+        raise UsageError(
+            f"the state database {where} is at schema {revision}; this trueup needs {HEAD}",
+            hint=f"run: trueup state migrate --state {where}",
+        )
+    raise UsageError(
+        f"the state database {where} is at schema {revision!r}, newer than this trueup knows "
+        f"({HEAD}); it was written by a newer trueup",
+        hint="upgrade trueup on this machine; nothing was changed",
+    )
+
+
+def migrate(url: str, revision: str = "head") -> str:
+    """Upgrade the store to ``revision`` with Alembic; returns the new revision."""
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(sqlalchemy_url(url))
+    with _sqlite_migration_lock(url):
+        _upgrade(engine, revision)
+    return revision if revision != "head" else HEAD
+
+
+def _upgrade(engine: Any, revision: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    try:
+        with engine.begin() as connection:
+            if engine.dialect.name == "postgresql":
+                connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7240731)")
+            config = Config()
+            config.set_main_option("script_location", str(MIGRATIONS))
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def _sqlite_migration_lock(url: str) -> Iterator[None]:
+    """Serialise migrations of one SQLite file across processes.
+
+    PostgreSQL serialises them with an advisory lock inside the migration's
+    transaction; SQLite has no such thing, so a lock file beside the database.
+    """
+    path = sqlite_path(url)
+    if path is None:
+        yield
+        return
+    import fcntl
+
+    with open(f"{path}.migrate-lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield

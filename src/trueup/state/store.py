@@ -1,0 +1,438 @@
+"""Queries over the state store, one method per question the engine asks.
+
+Secret values never reach these tables: resources carry references and
+digests, evidence carries digests and exit codes, never raw output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from trueup.fs import StatCache
+from trueup.model import Action, Applied, Resource, Target
+from trueup.state.db import Database, UniqueViolation
+from trueup.state.schema import ensure_current
+
+ACTIVE = ("running", "interrupted")
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    id: str
+    target: Target
+    status: str
+    outcome: str | None
+    plan_digest: str | None
+    declaration: str | None
+    host: str
+    pid: int
+    actor: str
+    started_at: str
+    finished_at: str | None
+    message: str | None
+
+    @property
+    def holder_alive(self) -> bool | None:
+        """Whether the holding process still runs; ``None`` when it is on another host."""
+        if self.host != socket.gethostname():
+            return None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "target": self.target.to_json(),
+            "status": self.status,
+            "outcome": self.outcome,
+            "plan_digest": self.plan_digest,
+            "host": self.host,
+            "pid": self.pid,
+            "actor": self.actor,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "message": self.message,
+            "holder_alive": self.holder_alive if self.status in ACTIVE else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RunAction:
+    seq: int
+    action: Action
+    status: str
+    rollback_ref: str | None
+    evidence: dict[str, Any] | None
+    message: str | None
+
+
+class RunLocked(Exception):
+    """Another run holds the target; carries the holder for the message."""
+
+    def __init__(self, holder: RunInfo | None) -> None:
+        super().__init__("target is locked")
+        self.holder = holder
+
+
+_RUN_COLUMNS = (
+    "id, target, status, outcome, plan_digest, declaration, host, pid, actor, "
+    "started_at, finished_at, message"
+)
+
+
+def _run(row: Sequence[Any]) -> RunInfo:
+    return RunInfo(
+        id=row[0],
+        target=Target.from_json(json.loads(row[1])),
+        status=row[2],
+        outcome=row[3],
+        plan_digest=row[4],
+        declaration=row[5],
+        host=row[6],
+        pid=int(row[7]),
+        actor=row[8],
+        started_at=row[9],
+        finished_at=row[10],
+        message=row[11],
+    )
+
+
+class Store:
+    """The engine's view of the database; every write is one short transaction."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @classmethod
+    def open(cls, url: str) -> Store:
+        db = Database(url)
+        ensure_current(db)
+        return cls(db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- stat cache ---------------------------------------------------------
+    def load_stat_cache(self, prefixes: Iterable[str]) -> StatCache:
+        cache = StatCache()
+        for prefix in sorted(set(prefixes)):
+            rows = self.db.execute(
+                "SELECT path, size, mtime_ns, ino, ctime_ns, digest, recorded_ns FROM stat_cache "
+                "WHERE path >= :low AND path < :high",
+                {"low": prefix, "high": prefix + "\U0010ffff"},
+            )
+            for path, size, mtime, ino, ctime, dig, recorded in rows:
+                cache.entries[path] = ((size, mtime, ino, ctime), dig, recorded)
+        return cache
+
+    def save_stat_cache(self, cache: StatCache) -> None:
+        if not cache.dirty:
+            return
+        rows = [
+            {
+                "path": path,
+                "size": key[0],
+                "mtime_ns": key[1],
+                "ino": key[2],
+                "ctime_ns": key[3],
+                "digest": dig,
+                "recorded_ns": recorded,
+            }
+            for path, (key, dig, recorded) in cache.dirty.items()
+        ]
+        with self.db.transaction():
+            self.db.executemany(
+                "INSERT INTO stat_cache (path, size, mtime_ns, ino, ctime_ns, digest, recorded_ns) "
+                "VALUES (:path, :size, :mtime_ns, :ino, :ctime_ns, :digest, :recorded_ns) "
+                "ON CONFLICT (path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns, "
+                "ino=excluded.ino, ctime_ns=excluded.ctime_ns, digest=excluded.digest, "
+                "recorded_ns=excluded.recorded_ns",
+                rows,
+            )
+        cache.dirty.clear()
+
+    # -- applied records ----------------------------------------------------
+    def applied(self, target_key: str) -> dict[str, Applied]:
+        rows = self.db.execute(
+            "SELECT resource, digest, detail, revision, applied_at FROM applied_resources "
+            "WHERE target_key = :key",
+            {"key": target_key},
+        )
+        records = {}
+        for resource, dig, detail, revision, at in rows:
+            res = Resource.from_json(json.loads(resource))
+            records[res.id] = Applied(res, dig, json.loads(detail), revision, at)
+        return records
+
+    def put_applied(self, target_key: str, records: Sequence[Applied]) -> None:
+        self.db.executemany(
+            "INSERT INTO applied_resources "
+            "(target_key, resource_id, kind, digest, resource, detail, revision, applied_at) "
+            "VALUES (:key, :rid, :kind, :digest, :resource, :detail, :revision, :at) "
+            "ON CONFLICT (target_key, resource_id) DO UPDATE SET kind=excluded.kind, "
+            "digest=excluded.digest, resource=excluded.resource, detail=excluded.detail, "
+            "revision=excluded.revision, applied_at=excluded.applied_at",
+            [
+                {
+                    "key": target_key,
+                    "rid": r.resource.id,
+                    "kind": r.resource.kind,
+                    "digest": r.digest,
+                    "resource": _dumps(r.resource.to_json()),
+                    "detail": _dumps(dict(r.detail)),
+                    "revision": r.revision,
+                    "at": r.applied_at,
+                }
+                for r in records
+            ],
+        )
+
+    def delete_applied(self, target_key: str, resource_ids: Iterable[str]) -> None:
+        self.db.executemany(
+            "DELETE FROM applied_resources WHERE target_key = :key AND resource_id = :rid",
+            [{"key": target_key, "rid": rid} for rid in resource_ids],
+        )
+
+    def targets(self) -> list[str]:
+        rows = self.db.execute("SELECT DISTINCT target_key FROM applied_resources ORDER BY 1")
+        return [r[0] for r in rows]
+
+    # -- runs and the lock --------------------------------------------------
+    def start_run(
+        self, target: Target, plan_digest: str, declaration: str | None, actor: str
+    ) -> RunInfo:
+        """Insert the run row, which is the lock; raises ``RunLocked`` if held."""
+        run_id = new_run_id()
+        params = {
+            "id": run_id,
+            "key": target.key,
+            "target": _dumps(target.to_json()),
+            "plan": plan_digest,
+            "declaration": declaration,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "actor": actor,
+            "at": now(),
+        }
+        try:
+            with self.db.transaction():
+                self.db.execute(
+                    "INSERT INTO runs (id, target_key, target, status, plan_digest, declaration, "
+                    "host, pid, actor, started_at) VALUES (:id, :key, :target, 'running', :plan, "
+                    ":declaration, :host, :pid, :actor, :at)",
+                    params,
+                )
+                self._event(run_id, "run.started", {"plan": plan_digest})
+        except UniqueViolation:
+            raise RunLocked(self.holder(target.key)) from None
+        info = self.run(run_id)
+        assert info is not None
+        return info
+
+    def holder(self, target_key: str) -> RunInfo | None:
+        row = self.db.one(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE target_key = :key "
+            "AND status IN ('running', 'interrupted')",
+            {"key": target_key},
+        )
+        return _run(row) if row else None
+
+    def run(self, run_id: str) -> RunInfo | None:
+        row = self.db.one(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = :id", {"id": run_id})
+        return _run(row) if row else None
+
+    def runs(self, target_key: str | None = None, limit: int = 20) -> list[RunInfo]:
+        where = "WHERE target_key = :key " if target_key else ""
+        rows = self.db.execute(
+            f"SELECT {_RUN_COLUMNS} FROM runs {where}ORDER BY started_at DESC LIMIT :limit",
+            {"key": target_key, "limit": limit},
+        )
+        return [_run(r) for r in rows]
+
+    def blocked_runs(self) -> list[RunInfo]:
+        rows = self.db.execute(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE status IN ('running', 'interrupted') "
+            "ORDER BY started_at"
+        )
+        return [_run(r) for r in rows]
+
+    def take_over(self, run_id: str) -> None:
+        """Make this process the holder of an interrupted run (recover)."""
+        with self.db.transaction():
+            self.db.execute(
+                "UPDATE runs SET status = 'running', host = :host, pid = :pid WHERE id = :id",
+                {"id": run_id, "host": socket.gethostname(), "pid": os.getpid()},
+            )
+            self._event(run_id, "run.taken-over", {"pid": os.getpid()})
+
+    def set_run_status(self, run_id: str, status: str, outcome: str | None, message: str) -> None:
+        with self.db.transaction():
+            self.db.execute(
+                "UPDATE runs SET status = :status, outcome = :outcome, message = :message, "
+                "finished_at = :at WHERE id = :id",
+                {
+                    "id": run_id,
+                    "status": status,
+                    "outcome": outcome,
+                    "message": message,
+                    "at": now() if status not in ACTIVE else None,
+                },
+            )
+            self._event(run_id, f"run.{status}", {"outcome": outcome})
+
+    # -- the journal --------------------------------------------------------
+    def add_actions(self, run_id: str, actions: Sequence[Action], first_seq: int = 0) -> None:
+        stamp = now()
+        with self.db.transaction():
+            self.db.executemany(
+                "INSERT INTO run_actions (run_id, seq, resource_id, action, status, updated_at) "
+                "VALUES (:run, :seq, :rid, :action, 'pending', :at)",
+                [
+                    {
+                        "run": run_id,
+                        "seq": i,
+                        "rid": a.resource_id,
+                        "action": _dumps(a.to_json()),
+                        "at": stamp,
+                    }
+                    for i, a in enumerate(actions)
+                ],
+            )
+
+    def set_action_status(
+        self,
+        run_id: str,
+        updates: Sequence[tuple[int, str, str | None, dict[str, Any] | None, str | None]],
+    ) -> None:
+        """Apply ``(seq, status, rollback_ref, evidence, message)`` updates at once."""
+        stamp = now()
+        self.db.executemany(
+            "UPDATE run_actions SET status = :status, "
+            "rollback_ref = COALESCE(:ref, rollback_ref), "
+            "evidence = COALESCE(:evidence, evidence), "
+            "message = COALESCE(:message, message), updated_at = :at "
+            "WHERE run_id = :run AND seq = :seq",
+            [
+                {
+                    "run": run_id,
+                    "seq": seq,
+                    "status": status,
+                    "ref": ref,
+                    "evidence": _dumps(ev) if ev is not None else None,
+                    "message": msg,
+                    "at": stamp,
+                }
+                for seq, status, ref, ev, msg in updates
+            ],
+        )
+
+    def run_actions(self, run_id: str) -> list[RunAction]:
+        rows = self.db.execute(
+            "SELECT seq, action, status, rollback_ref, evidence, message FROM run_actions "
+            "WHERE run_id = :run ORDER BY seq",
+            {"run": run_id},
+        )
+        return [
+            RunAction(
+                seq=int(seq),
+                action=Action.from_json(json.loads(action)),
+                status=status,
+                rollback_ref=ref,
+                evidence=json.loads(ev) if ev else None,
+                message=msg,
+            )
+            for seq, action, status, ref, ev, msg in rows
+        ]
+
+    def action_resource(self, run_id: str, seq: int) -> str:
+        row = self.db.one(
+            "SELECT resource_id FROM run_actions WHERE run_id = :run AND seq = :seq",
+            {"run": run_id, "seq": seq},
+        )
+        if row is None:
+            raise KeyError(f"run {run_id} has no action {seq}")
+        return str(row[0])
+
+    def next_seq(self, run_id: str) -> int:
+        row = self.db.one(
+            "SELECT COALESCE(MAX(seq), -1) FROM run_actions WHERE run_id = :run", {"run": run_id}
+        )
+        return int(row[0]) + 1 if row else 0
+
+    def event(self, run_id: str, event: str, detail: dict[str, Any] | None = None) -> None:
+        with self.db.transaction():
+            self._event(run_id, event, detail)
+
+    def _event(self, run_id: str, event: str, detail: dict[str, Any] | None) -> None:
+        self.db.execute(
+            "INSERT INTO journal (run_id, event, at, detail) VALUES (:run, :event, :at, :detail)",
+            {
+                "run": run_id,
+                "event": event,
+                "at": now(),
+                "detail": _dumps(detail) if detail is not None else None,
+            },
+        )
+
+    # -- drift and revisions ------------------------------------------------
+    def replace_drift(self, target_key: str, items: Sequence[dict[str, Any]]) -> None:
+        stamp = now()
+        with self.db.transaction():
+            self.db.execute("DELETE FROM drift WHERE target_key = :key", {"key": target_key})
+            self.db.executemany(
+                "INSERT INTO drift (target_key, resource_id, summary, observed_digest, "
+                "applied_digest, desired_digest, detected_at) VALUES (:key, :rid, :summary, "
+                ":observed, :applied, :desired, :at)",
+                [{"key": target_key, "at": stamp, **item} for item in items],
+            )
+
+    def drift(self, target_key: str) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT resource_id, summary, observed_digest, applied_digest, desired_digest, "
+            "detected_at FROM drift WHERE target_key = :key ORDER BY resource_id",
+            {"key": target_key},
+        )
+        keys = ("resource", "summary", "observed", "applied", "desired", "detected_at")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def record_revision(self, declaration_id: str, digest: str) -> str:
+        """Content-addressed: the same declaration content is the same revision."""
+        revision_id = f"{declaration_id}:{digest}"
+        with self.db.transaction():
+            if self.db.one("SELECT 1 FROM revisions WHERE id = :id", {"id": revision_id}):
+                return revision_id
+            row = self.db.one(
+                "SELECT COALESCE(MAX(seq), 0) FROM revisions WHERE declaration_id = :d",
+                {"d": declaration_id},
+            )
+            seq = int(row[0]) + 1 if row else 1
+            self.db.execute(
+                "INSERT INTO revisions (id, declaration_id, seq, digest, created_at) "
+                "VALUES (:id, :d, :seq, :digest, :at)",
+                {"id": revision_id, "d": declaration_id, "seq": seq, "digest": digest, "at": now()},
+            )
+        return revision_id
