@@ -17,6 +17,7 @@ from trueup import kinds
 from trueup.canonical import digest
 from trueup.declare.profile import Profile, load_profile
 from trueup.errors import ConflictError, UsageError
+from trueup.execute.crashpoints import reach
 from trueup.execute.executor import Executor, RunResult, restore_run
 from trueup.execute.gates import acquire, check_fresh, locked_error
 from trueup.execute.rollback import RollbackStore
@@ -110,9 +111,13 @@ class Engine:
         plan = prepared.plan
         if expected is not None:
             check_fresh(expected, plan)
+        holder = self.store.holder(prepared.target.key)
+        if holder is not None:
+            raise locked_error(holder, prepared.target)
         if not any(a.type is not ActionType.NO_OP for a in plan.actions):
             return None
         run = acquire(self.store, prepared.target, plan, self.settings.actor)
+        reach("run-started")
         try:
             fresh = self.prepare(Path(plan.source), prepared.root, plan.force)
             check_fresh(plan, fresh.plan)
@@ -140,6 +145,7 @@ class Engine:
             self.rollback_for(run),
             prepared.root,
             progress,
+            self.settings.batch_size,
         )
         result = executor.execute(prepared.plan, first_seq)
         self.store.save_stat_cache(cache)

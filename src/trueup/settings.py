@@ -26,6 +26,8 @@ class Settings:
     state_url: str
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     actor: str = ""
+    # Actions per durability barrier; smaller batches cost more syncs.
+    batch_size: int = 256
 
     @classmethod
     def from_env(
@@ -38,6 +40,7 @@ class Settings:
             state_url=url,
             max_file_bytes=max_file_bytes or DEFAULT_MAX_FILE_BYTES,
             actor=actor or os.environ.get("TRUEUP_ACTOR") or _os_user(),
+            batch_size=int(os.environ.get("TRUEUP_BATCH_SIZE") or 256),
         )
 
 

@@ -168,6 +168,7 @@ def apply(
         if not json_out:
             render_plan(out.console, expected, lambda a: engine.preview(prepared, a))
         if not expected.changes:
+            engine.apply(prepared, expected)
             outcome = outcome_of(expected.actions)
             if json_out:
                 out.envelope(

@@ -34,6 +34,15 @@ class ProfileMeta(BaseModel):
     groups: list[str] = Field(default_factory=list)
 
 
+class VerifyFields(BaseModel):
+    """Extra verification after a change: a command that must exit 0 (cwd: the root)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] = Field(min_length=1)
+    timeout: int = Field(default=600, gt=0)
+
+
 class CommonFields(BaseModel):
     """The fields every resource has, whatever its kind."""
 
@@ -45,6 +54,7 @@ class CommonFields(BaseModel):
     policy: str | None = None
     depends_on: list[str] = Field(default_factory=list)
     groups: list[str] = Field(default_factory=list)
+    verify: VerifyFields | None = None
 
 
 COMMON = frozenset(CommonFields.model_fields)
@@ -127,6 +137,7 @@ def _resource(raw: Any, index: int, base: Path, fs: ReadOnlyFS, where: str) -> R
         target=target,
         spec=spec,
         depends_on=tuple(common.depends_on),
+        verify=common.verify.model_dump() if common.verify else None,
     )
 
 

@@ -1,9 +1,9 @@
-"""Named journal boundaries where a crash can be injected.
+"""Named journal boundaries where a crash or a signal can be injected.
 
 Crash safety is tested by killing the process at every boundary and then
-recovering; ``TRUEUP_CRASH_AT=name[:n]`` sends SIGKILL to this process the
-n-th time (default first) it reaches ``name``. Unset, ``reach`` costs one
-dictionary lookup.
+recovering: ``TRUEUP_CRASH_AT=name[:n[:SIGNAL]]`` sends SIGNAL (default
+SIGKILL) to this process the n-th time (default first) it reaches ``name``.
+Unset, ``reach`` costs one dictionary lookup.
 """
 
 from __future__ import annotations
@@ -22,13 +22,25 @@ BOUNDARIES = (
     "run-finishing",
 )
 
-_spec = os.environ.get("TRUEUP_CRASH_AT", "")
-_name, _, _nth = _spec.partition(":")
-_remaining = {_name: int(_nth or 1)} if _name else {}
+
+def _parse(spec: str) -> dict[str, tuple[int, signal.Signals]]:
+    if not spec:
+        return {}
+    name, _, rest = spec.partition(":")
+    nth, _, signame = rest.partition(":")
+    return {name: (int(nth or 1), signal.Signals[signame or "SIGKILL"])}
+
+
+_armed = _parse(os.environ.get("TRUEUP_CRASH_AT", ""))
 
 
 def reach(name: str) -> None:
-    if name in _remaining:
-        _remaining[name] -= 1
-        if _remaining[name] == 0:
-            os.kill(os.getpid(), signal.SIGKILL)
+    armed = _armed.get(name)
+    if armed is None:
+        return
+    remaining, signum = armed
+    if remaining > 1:
+        _armed[name] = (remaining - 1, signum)
+        return
+    del _armed[name]
+    os.kill(os.getpid(), signum)

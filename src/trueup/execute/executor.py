@@ -25,6 +25,7 @@ from trueup import kinds
 from trueup.errors import TrueupError
 from trueup.execute.crashpoints import reach
 from trueup.execute.rollback import Capture, RollbackStore
+from trueup.execute.verification import verify_command
 from trueup.fs import WritableFS
 from trueup.kinds.base import ApplyContext, ObserveContext
 from trueup.model import (
@@ -40,7 +41,6 @@ from trueup.model import (
 from trueup.redact import redact_message
 from trueup.state.store import RunInfo, Store, now
 
-BATCH = 256
 
 
 class Interrupted(Exception):
@@ -114,7 +114,9 @@ class Executor:
         rollback: RollbackStore,
         root: Path,
         progress: Callable[[int], None] | None = None,
+        batch_size: int = 256,
     ) -> None:
+        self.batch_size = batch_size
         self.store = store
         self.run = run
         self.resources = resources
@@ -141,8 +143,8 @@ class Executor:
         self.results = [ActionResult(s, a, "skipped", message=a.summary) for s, a in skipped]
         try:
             with signals_interrupt():
-                for start in range(0, len(pending), BATCH):
-                    self._batch(pending[start : start + BATCH])
+                for start in range(0, len(pending), self.batch_size):
+                    self._batch(pending[start : start + self.batch_size])
         except (Interrupted, KeyboardInterrupt):
             self._restore_in_flight()
             return self._finish(
@@ -182,7 +184,10 @@ class Executor:
         reach("mutated")
         done: list[tuple[int, Action, Evidence]] = []
         for seq, action in batch:
-            evidence = kinds.get(action.kind).verify(action, self._resource(action), self.read_ctx)
+            resource = self._resource(action)
+            evidence = kinds.get(action.kind).verify(action, resource, self.read_ctx)
+            if evidence.passed and action.type is not ActionType.REMOVE_RESOURCE:
+                evidence = verify_command(resource, self.ctx.root) or evidence
             if not evidence.passed:
                 self.results.append(ActionResult(seq, action, "failed", evidence, evidence.message))
                 raise VerificationFailed(

@@ -319,7 +319,7 @@ class Store:
                         "action": _dumps(a.to_json()),
                         "at": stamp,
                     }
-                    for i, a in enumerate(actions)
+                    for i, a in enumerate(actions, start=first_seq)
                 ],
             )
 

@@ -1,0 +1,128 @@
+"""SIGKILL at every journal boundary, then `trueup recover`.
+
+After the kill every target is either exactly as before the run or exactly as
+declared (never half-written), the run blocks new applies, and recover leaves
+everything as declared with no temp file behind.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import World
+
+from trueup.execute.crashpoints import BOUNDARIES
+from trueup.fs import TEMP_MARK
+
+BATCH = "3"
+FILES = {f"notes/n{i}.md": f"note {i}\n" for i in range(5)}
+PROFILE_HEAD = """
+[profile]
+id = "crashy"
+name = "Crashy"
+
+[[resource]]
+id = "config"
+kind = "config"
+target = "app/settings.json"
+keys = { '"editor.fontSize"' = 14, "telemetry" = false }
+
+[[resource]]
+id = "tree"
+kind = "directory"
+target = "tree"
+source = "tree"
+
+[[resource]]
+id = "skill"
+kind = "skill"
+target = "skills/review"
+source = "skill"
+policy = "replace"
+"""
+BEFORE = {
+    "notes/n0.md": "old 0\n",
+    "notes/n3.md": "old 3\n",
+    "app/settings.json": '{\n    "editor.fontSize": 11,\n    "mine": true\n}\n',
+    "tree/a.txt": "old a\n",
+}
+DECLARED_JSON = '{\n    "editor.fontSize": 14,\n    "mine": true,\n    "telemetry": false\n}\n'
+
+
+def setup(world: World) -> str:
+    text = PROFILE_HEAD
+    for i, (target, content) in enumerate(FILES.items()):
+        text += f'\n[[resource]]\nid = "n{i}"\nkind = "file"\ntarget = "{target}"\n'
+        text += f"content = {content!r}\n".replace("'", '"')
+    world.write("tree/a.txt", "new a\n")
+    world.write("tree/sub/b.txt", "new b\n")
+    world.write("skill/SKILL.md", "skill\n")
+    for target, content in BEFORE.items():
+        path = world.target(target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    return str(world.write("crashy.toml", text))
+
+
+def declared() -> dict[str, str]:
+    return {
+        **FILES,
+        "app/settings.json": DECLARED_JSON,
+        "tree/a.txt": "new a\n",
+        "tree/sub/b.txt": "new b\n",
+        "skills/review/SKILL.md": "skill\n",
+    }
+
+
+def read(world: World, target: str) -> str | None:
+    path = world.target(target)
+    return path.read_text() if path.exists() else None
+
+
+def assert_each_before_or_declared(world: World) -> None:
+    for target, want in declared().items():
+        now = read(world, target)
+        assert now in (BEFORE.get(target), want), f"{target} is half-way: {now!r}"
+
+
+def temp_files(root: Path) -> list[str]:
+    return [
+        os.path.join(folder, name)
+        for folder, _, names in os.walk(root)
+        for name in names
+        if TEMP_MARK in name
+    ]
+
+
+CASES = [(b, 1) for b in BOUNDARIES] + [
+    (b, 2) for b in ("rollback-flushed", "journal-running", "temp-written", "mutated")
+]
+
+
+@pytest.mark.parametrize(("boundary", "nth"), CASES, ids=[f"{b}-{n}" for b, n in CASES])
+def test_kill_at_boundary_then_recover(world: World, boundary: str, nth: int) -> None:
+    profile = setup(world)
+    env = {"TRUEUP_BATCH_SIZE": BATCH}
+    killed = world.run(
+        "apply", profile, "--root", str(world.root), "--yes",
+        env={**env, "TRUEUP_CRASH_AT": f"{boundary}:{nth}"},
+    )
+    assert killed.code == -9, f"expected SIGKILL at {boundary}:{nth}: {killed.out}{killed.err}"
+    assert_each_before_or_declared(world)
+
+    blocked = world.run("apply", profile, "--root", str(world.root), "--yes", env=env)
+    assert blocked.code == 4
+    assert "process is gone" in blocked.err
+    assert "trueup recover" in blocked.err
+
+    recovered = world.run("recover", env=env)
+    assert recovered.code == 0, recovered.out + recovered.err
+    for target, want in declared().items():
+        assert read(world, target) == want, target
+    assert temp_files(world.root) == []
+    assert not any((world.data / "rollback").glob("*/batch-*.json"))
+
+    after = world.run("plan", profile, "--root", str(world.root), "--json")
+    assert {a["type"] for a in after.json["data"]["plan"]["actions"]} == {"no-op"}

@@ -1,0 +1,144 @@
+"""The README's story through the command: plan, apply, converge, drift, status."""
+
+from __future__ import annotations
+
+from conftest import World
+
+PROFILE = """
+[profile]
+id = "workstation"
+name = "Workstation"
+
+[[resource]]
+id = "agents-md"
+kind = "file"
+target = ".codex/AGENTS.md"
+source = "files/AGENTS.md"
+policy = "append-local"
+
+[[resource]]
+id = "codex-config"
+kind = "config"
+target = ".codex/config.toml"
+keys = { model = "gpt-5", "sandbox.mode" = "workspace-write" }
+
+[[resource]]
+id = "review-skill"
+kind = "skill"
+target = ".claude/skills/review"
+source = "skills/review"
+depends_on = ["agents-md"]
+
+[[resource]]
+id = "hello"
+kind = "file"
+target = "bin/hello"
+content = "#!/bin/sh\\necho hello\\n"
+executable = true
+"""
+
+
+def make_profile(world: World) -> str:
+    world.write("files/AGENTS.md", "# Team rules\n\nBe kind.\n")
+    world.write("skills/review/SKILL.md", "---\nname: review\n---\nReview carefully.\n")
+    world.write("skills/review/scripts/check.sh", "echo ok\n")
+    return str(world.write("workstation.toml", PROFILE))
+
+
+def test_plan_changes_nothing_and_shows_diffs(world: World) -> None:
+    profile = make_profile(world)
+    result = world.run("plan", profile, "--root", str(world.root))
+    assert result.code == 0, result.err
+    assert "+# Team rules" in result.out
+    assert '+model = "gpt-5"' in result.out
+    assert list(world.root.iterdir()) == []
+
+
+def test_apply_converges_then_a_local_edit_is_drift(world: World) -> None:
+    profile = make_profile(world)
+    applied = world.run("apply", profile, "--root", str(world.root), "--yes")
+    assert applied.code == 0, applied.out + applied.err
+    assert "converged" in applied.out
+    assert world.target("bin/hello").stat().st_mode & 0o111
+    assert world.target(".claude/skills/review/scripts/check.sh").read_text() == "echo ok\n"
+
+    again = world.run("plan", profile, "--root", str(world.root), "--json")
+    assert again.code == 0
+    assert {a["type"] for a in again.json["data"]["plan"]["actions"]} == {"no-op"}
+
+    skill = world.target(".claude/skills/review/SKILL.md")
+    skill.write_text(skill.read_text() + "my own note\n")
+    drift = world.run("apply", profile, "--root", str(world.root), "--yes")
+    assert drift.code == 4
+    assert "drift" in drift.out
+    assert skill.read_text().endswith("my own note\n")
+
+    status = world.run("status", "--json")
+    assert status.code == 4
+    [target] = status.json["data"]["targets"]
+    assert [d["resource"] for d in target["drift"]] == ["review-skill"]
+
+
+def test_append_local_keeps_the_followers_text(world: World) -> None:
+    profile = make_profile(world)
+    agents = world.target(".codex/AGENTS.md")
+    agents.parent.mkdir(parents=True)
+    agents.write_text("my machine notes\n")
+    assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0
+    text = agents.read_text()
+    assert text.startswith("<!-- trueup:begin agents-md -->\n# Team rules")
+    assert text.endswith("<!-- trueup:end agents-md -->\nmy machine notes\n")
+
+    world.write("files/AGENTS.md", "# Team rules v2\n")
+    assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0
+    assert agents.read_text().endswith("-->\nmy machine notes\n")
+    assert "# Team rules v2\n" in agents.read_text()
+
+    agents.write_text(agents.read_text().replace("v2", "v2 (edited)"))
+    world.write("files/AGENTS.md", "# Team rules v3\n")
+    result = world.run("apply", profile, "--root", str(world.root), "--yes")
+    assert result.code == 4
+    assert "edited by hand" in result.out
+    assert "v2 (edited)" in agents.read_text()
+
+
+def test_json_envelope_is_versioned_on_every_command(world: World) -> None:
+    profile = make_profile(world)
+    for args in (
+        ("plan", profile, "--root", str(world.root), "--json"),
+        ("apply", profile, "--root", str(world.root), "--yes", "--json"),
+        ("status", "--json"),
+        ("status", profile, "--root", str(world.root), "--json"),
+    ):
+        result = world.run(*args)
+        envelope = result.json
+        assert envelope["schema"] == "trueup.cli/1"
+        assert envelope["exitCode"] == result.code
+        assert set(envelope) == {"schema", "command", "status", "exitCode", "message", "data"}
+
+
+def test_dropped_resource_is_removed_only_if_unmodified(world: World) -> None:
+    profile = make_profile(world)
+    assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0
+    hello = world.target("bin/hello")
+    hello.write_text("#!/bin/sh\necho mine\n")
+    trimmed = PROFILE.split('[[resource]]\nid = "hello"')[0]
+    world.write("workstation.toml", trimmed.replace('depends_on = ["agents-md"]\n', ""))
+    kept = world.run("apply", profile, "--root", str(world.root), "--yes")
+    assert kept.code == 4
+    assert hello.read_text() == "#!/bin/sh\necho mine\n"
+
+    world.write("workstation.toml", PROFILE)
+    assert world.run("apply", profile, "--root", str(world.root), "--yes", "--overwrite", "hello").code == 0
+    world.write("workstation.toml", trimmed)
+    removed = world.run("apply", profile, "--root", str(world.root), "--yes")
+    assert removed.code == 0, removed.out
+    assert not hello.exists()
+
+
+def test_version_and_help(world: World) -> None:
+    assert world.run("--version").out.startswith("trueup ")
+    for command in ("plan", "apply", "status", "recover", "abandon", "schema"):
+        result = world.run(command, "--help")
+        assert result.code == 0
+        assert "Usage" in result.out
