@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import World
+from world import World
 
 from trueup.execute.crashpoints import BOUNDARIES
 from trueup.fs import TEMP_MARK
@@ -106,7 +106,11 @@ def test_kill_at_boundary_then_recover(world: World, boundary: str, nth: int) ->
     profile = setup(world)
     env = {"TRUEUP_BATCH_SIZE": BATCH}
     killed = world.run(
-        "apply", profile, "--root", str(world.root), "--yes",
+        "apply",
+        profile,
+        "--root",
+        str(world.root),
+        "--yes",
         env={**env, "TRUEUP_CRASH_AT": f"{boundary}:{nth}"},
     )
     assert killed.code == -9, f"expected SIGKILL at {boundary}:{nth}: {killed.out}{killed.err}"

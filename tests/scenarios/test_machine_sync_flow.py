@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import World
+from world import World
 
 PROFILE = """
 [profile]
@@ -129,7 +129,10 @@ def test_dropped_resource_is_removed_only_if_unmodified(world: World) -> None:
     assert hello.read_text() == "#!/bin/sh\necho mine\n"
 
     world.write("workstation.toml", PROFILE)
-    assert world.run("apply", profile, "--root", str(world.root), "--yes", "--overwrite", "hello").code == 0
+    assert (
+        world.run("apply", profile, "--root", str(world.root), "--yes", "--overwrite", "hello").code
+        == 0
+    )
     world.write("workstation.toml", trimmed)
     removed = world.run("apply", profile, "--root", str(world.root), "--yes")
     assert removed.code == 0, removed.out

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trueup.canonical import digest
 from trueup.fs import ReadOnlyFS
@@ -22,6 +22,7 @@ from trueup.kinds.content import text_diff
 from trueup.kinds.formats import (
     MISSING,
     ConfigError,
+    KeyPathError,
     canonical_value,
     check_key_paths,
     flatten,
@@ -39,12 +40,23 @@ class ConfigFields(BaseModel):
     keys: dict[str, Any] = Field(min_length=1)
     overlay: list[str] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _paths(self) -> ConfigFields:
-        check_key_paths(self.keys)
-        for key in self.overlay:
-            parse_key_path(key)
-        return self
+    @field_validator("keys")
+    @classmethod
+    def _keys(cls, keys: dict[str, Any]) -> dict[str, Any]:
+        try:
+            check_key_paths(keys)
+        except KeyPathError as exc:
+            raise ValueError(str(exc)) from None
+        return keys
+
+    @field_validator("overlay")
+    @classmethod
+    def _overlay(cls, overlay: list[str]) -> list[str]:
+        try:
+            check_key_paths(overlay)
+        except KeyPathError as exc:
+            raise ValueError(str(exc)) from None
+        return overlay
 
 
 def value_digest(value: object) -> str:

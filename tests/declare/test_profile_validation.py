@@ -1,0 +1,142 @@
+"""A bad profile is refused with the file, the resource and the field named, exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TRUEUP = str(Path(sys.executable).parent / "trueup")
+
+GOOD = """
+[profile]
+id = "p"
+name = "P"
+
+[[resource]]
+id = "one"
+kind = "file"
+target = "a/one.txt"
+content = "1"
+"""
+
+
+def run(tmp_path: Path, text: str, name: str = "p.toml") -> subprocess.CompletedProcess[str]:
+    profile = tmp_path / name
+    profile.write_text(text)
+    (tmp_path / "root").mkdir(exist_ok=True)
+    return subprocess.run(
+        [TRUEUP, "plan", str(profile), "--root", str(tmp_path / "root")],
+        capture_output=True,
+        text=True,
+        env={"TRUEUP_DATA": str(tmp_path / "data"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+    )
+
+
+BAD = {
+    "unknown kind": (
+        GOOD.replace('kind = "file"', 'kind = "fiel"'),
+        ["resource 'one'", "field 'kind'", "unknown kind 'fiel'"],
+    ),
+    "bad policy": (
+        GOOD.replace('kind = "file"', 'kind = "file"\npolicy = "merge"'),
+        ["resource 'one'", "field 'policy'", "replace-if-unmodified"],
+    ),
+    "bad id": (GOOD.replace('id = "one"', 'id = "-one"'), ["resource '-one'", "field 'id'"]),
+    "missing target": (
+        GOOD.replace('target = "a/one.txt"\n', ""),
+        ["resource 'one'", "field 'target'", "Field required"],
+    ),
+    "glob target": (GOOD.replace("a/one.txt", "a/*.txt"), ["field 'target'", "glob"]),
+    "absolute target": (GOOD.replace("a/one.txt", "/etc/passwd"), ["field 'target'", "absolute"]),
+    "NUL in target": (GOOD.replace("a/one.txt", "a\\u0000b"), ["field 'target'", "NUL"]),
+    "unknown field": (
+        GOOD.replace('content = "1"', 'content = "1"\ncolour = "red"'),
+        ["resource 'one'", "field 'colour'", "Extra inputs"],
+    ),
+    "two origins": (
+        GOOD.replace('content = "1"', 'content = "1"\nsource = "x"'),
+        ["resource 'one'", "exactly one of content, source or link"],
+    ),
+    "missing source file": (
+        GOOD.replace('content = "1"', 'source = "nope.txt"'),
+        ["resource 'one'", "'nope.txt' does not exist"],
+    ),
+    "duplicate id": (
+        GOOD + '\n[[resource]]\nid = "one"\nkind = "file"\ntarget = "b"\ncontent = "x"\n',
+        ["'one' is declared twice"],
+    ),
+    "overlap": (
+        GOOD + '\n[[resource]]\nid = "dir"\nkind = "file"\ntarget = "a"\ncontent = "x"\n',
+        ["'dir' and 'one' have overlapping targets"],
+    ),
+    "overlap after normalisation": (
+        GOOD
+        + '\n[[resource]]\nid = "two"\nkind = "file"\ntarget = "./a//one.txt"\ncontent = "x"\n',
+        ["overlapping targets"],
+    ),
+    "unknown dependency": (
+        GOOD.replace('content = "1"', 'content = "1"\ndepends_on = ["ghost"]'),
+        ["depends on unknown resource 'ghost'"],
+    ),
+    "cycle": (
+        GOOD.replace('content = "1"', 'content = "1"\ndepends_on = ["two"]')
+        + '\n[[resource]]\nid = "two"\nkind = "file"\ntarget = "b"\ncontent = "x"\ndepends_on = ["one"]\n',
+        ["dependency cycle: one -> two -> one"],
+    ),
+    "config key path": (
+        '[profile]\nid = "p"\nname = "P"\n[[resource]]\nid = "c"\nkind = "config"\n'
+        'target = "c.json"\nkeys = { "a..b" = 1 }\n',
+        ["resource 'c'", "field 'keys'"],
+    ),
+    "overlapping config keys": (
+        '[profile]\nid = "p"\nname = "P"\n[[resource]]\nid = "c"\nkind = "config"\n'
+        'target = "c.json"\nkeys = { "a" = 1, "a.b" = 2 }\n',
+        ["resource 'c'", "overlap"],
+    ),
+    "profile section": (GOOD.replace('id = "p"\n', ""), ["[profile]", "field 'id'"]),
+    "toml syntax": (GOOD.replace('name = "P"', "name = "), ["not valid toml"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_refused_with_file_resource_and_field(tmp_path: Path, case: str) -> None:
+    text, fragments = BAD[case]
+    result = run(tmp_path, text)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert str(tmp_path / "p.toml") in result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "root" / "a").exists()
+
+
+def test_json_and_yaml_carry_the_same_model(tmp_path: Path) -> None:
+    as_json = {
+        "profile": {"id": "p", "name": "P"},
+        "resource": [{"id": "one", "kind": "file", "target": "a/one.txt", "content": "1"}],
+    }
+    assert run(tmp_path, json.dumps(as_json), "p.json").returncode == 0
+    as_yaml = (
+        "profile: {id: p, name: P}\n"
+        "resource:\n  - {id: one, kind: file, target: a/one.txt, content: '1'}\n"
+    )
+    assert run(tmp_path, as_yaml, "p.yaml").returncode == 0
+
+
+def test_schema_lists_every_kind_and_policy() -> None:
+    done = subprocess.run([TRUEUP, "schema", "profile"], capture_output=True, text=True, check=True)
+    schema = json.loads(done.stdout)
+    text = json.dumps(schema)
+    for word in (
+        "FileResource",
+        "ConfigResource",
+        "SkillResource",
+        "DirectoryResource",
+        "append-local",
+        "mirror-owned",
+    ):
+        assert word in text

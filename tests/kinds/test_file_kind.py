@@ -1,0 +1,155 @@
+"""The file kind: each policy against each three-way case.
+
+Cases: target absent; equal to the declaration; modified since trueup wrote
+it; modified and the declaration changed too; present with no applied record.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from machine import Machine
+
+from trueup.model import ActionType as T
+
+
+def file_resource(policy: str, content: str, extra: str = "") -> str:
+    return (
+        f'[[resource]]\nid = "f"\nkind = "file"\ntarget = "dir/f.txt"\npolicy = "{policy}"\n'
+        f"content = {content!r}\n".replace("'", '"')
+        + extra
+    )
+
+
+# policy -> case -> expected action type
+EXPECTED = {
+    "replace": {
+        "absent": T.WRITE_FILE,
+        "equal": T.NO_OP,
+        "modified": T.WRITE_FILE,
+        "modified+declared-changed": T.WRITE_FILE,
+        "no-record": T.WRITE_FILE,
+    },
+    "replace-if-unmodified": {
+        "absent": T.WRITE_FILE,
+        "equal": T.NO_OP,
+        "modified": T.DRIFT_CONFLICT,
+        "modified+declared-changed": T.DRIFT_CONFLICT,
+        "no-record": T.DRIFT_CONFLICT,
+    },
+    "append-local": {
+        "absent": T.WRITE_FILE,
+        "equal": T.NO_OP,
+        "modified": T.DRIFT_CONFLICT,
+        "modified+declared-changed": T.DRIFT_CONFLICT,
+        "no-record": T.WRITE_FILE,
+    },
+}
+CASES = [(p, c) for p in EXPECTED for c in EXPECTED[p]]
+
+
+def arrange(machine: Machine, policy: str, case: str) -> str:
+    """Bring the machine into ``case`` and return the declaration to plan."""
+    v1 = file_resource(policy, "v1\n")
+    if case == "absent":
+        return v1
+    if case == "no-record":
+        machine.put("dir/f.txt", "someone's file\n")
+        return v1
+    machine.converge(v1)
+    if case == "equal":
+        return v1
+    target = machine.path("dir/f.txt")
+    target.write_text(target.read_text().replace("v1", "v1 edited"))
+    return v1 if case == "modified" else file_resource(policy, "v2\n")
+
+
+@pytest.mark.parametrize(("policy", "case"), CASES, ids=[f"{p}:{c}" for p, c in CASES])
+def test_three_way(machine: Machine, policy: str, case: str) -> None:
+    body = arrange(machine, policy, case)
+    before = machine.path("dir/f.txt").read_bytes() if machine.path("dir/f.txt").exists() else None
+    action = machine.action(body, "f")
+    assert action.type is EXPECTED[policy][case], action.summary
+    result = machine.apply(body)
+    after = machine.path("dir/f.txt").read_bytes()
+    if action.type is T.DRIFT_CONFLICT:
+        assert after == before, "a conflict leaves the content exactly as it is"
+        assert action.payload["drift"]["observed"] is not None
+        assert result is not None and result.outcome.value == "drift"
+    elif action.type is T.NO_OP:
+        assert after == before
+    else:
+        assert b"v1\n" in after or b"v2\n" in after
+
+
+def test_modified_file_is_never_overwritten_without_overwrite(machine: Machine) -> None:
+    body = file_resource("replace-if-unmodified", "v1\n")
+    machine.converge(body)
+    machine.path("dir/f.txt").write_text("mine\n")
+    for _ in range(2):
+        machine.apply(file_resource("replace-if-unmodified", "v2\n"))
+        assert machine.path("dir/f.txt").read_text() == "mine\n"
+    machine.converge(file_resource("replace-if-unmodified", "v2\n"), force=("f",))
+    assert machine.path("dir/f.txt").read_text() == "v2\n"
+
+
+def test_unmodified_file_follows_the_declaration(machine: Machine) -> None:
+    machine.converge(file_resource("replace-if-unmodified", "v1\n"))
+    machine.converge(file_resource("replace-if-unmodified", "v2\n"))
+    assert machine.path("dir/f.txt").read_text() == "v2\n"
+
+
+def test_executable_bit_is_declared_state(machine: Machine) -> None:
+    machine.converge(file_resource("replace", "#!/bin/sh\n", "executable = true\n"))
+    target = machine.path("dir/f.txt")
+    assert target.stat().st_mode & 0o111
+    os.chmod(target, 0o644)
+    assert (
+        machine.action(file_resource("replace", "#!/bin/sh\n", "executable = true\n"), "f").type
+        is T.WRITE_FILE
+    )
+    machine.converge(file_resource("replace", "#!/bin/sh\n", "executable = true\n"))
+    assert target.stat().st_mode & 0o111
+
+
+def test_symlink_declared_and_a_symlink_in_place_of_a_file_is_drift(machine: Machine) -> None:
+    body = '[[resource]]\nid = "l"\nkind = "file"\ntarget = "link"\nlink = "elsewhere/x"\n'
+    machine.converge(body)
+    assert os.readlink(machine.path("link")) == "elsewhere/x"
+
+    machine.put("real.txt", "x")
+    machine.path("f.txt").symlink_to(machine.path("real.txt"))
+    conflict = '[[resource]]\nid = "f"\nkind = "file"\ntarget = "f.txt"\ncontent = "x"\npolicy = "replace-if-unmodified"\n'
+    action = machine.action(conflict, "f")
+    assert action.type is T.DRIFT_CONFLICT, "observation never follows symlinks"
+
+
+def test_directory_in_the_way_is_a_conflict_not_a_deletion(machine: Machine) -> None:
+    machine.path("dir/f.txt").mkdir(parents=True)
+    (machine.path("dir/f.txt") / "keep").write_text("keep")
+    action = machine.action(file_resource("replace", "v1\n"), "f")
+    assert action.type is T.DRIFT_CONFLICT
+    machine.apply(file_resource("replace", "v1\n"))
+    assert (machine.path("dir/f.txt") / "keep").read_text() == "keep"
+
+
+def test_broken_markers_stop_append_local(machine: Machine) -> None:
+    body = file_resource("append-local", "managed\n")
+    machine.converge(body)
+    target = machine.path("dir/f.txt")
+    target.write_text(target.read_text().replace("# trueup:end f\n", ""))
+    action = machine.action(file_resource("append-local", "managed v2\n"), "f")
+    assert action.type is T.DRIFT_CONFLICT
+    assert "broken" in action.summary
+
+
+def test_append_local_removal_keeps_local_text(machine: Machine) -> None:
+    machine.put("dir/f.txt", "local\n")
+    machine.converge(file_resource("append-local", "managed\n"))
+    assert (
+        machine.path("dir/f.txt").read_text()
+        == "# trueup:begin f\nmanaged\n# trueup:end f\nlocal\n"
+    )
+    machine.converge("")
+    assert machine.path("dir/f.txt").read_text() == "local\n"

@@ -1,0 +1,79 @@
+"""Directory and skill kinds: what is mirrored, and what is never touched."""
+
+from __future__ import annotations
+
+from machine import Machine
+
+from trueup.model import ActionType as T
+
+DIRECTORY = '[[resource]]\nid = "d"\nkind = "directory"\ntarget = "out"\nsource = "src"\n'
+REPLACE = DIRECTORY + 'policy = "replace"\n'
+SKILL = '[[resource]]\nid = "s"\nkind = "skill"\ntarget = "skills/s"\nsource = "skill"\n'
+
+
+def test_mirror_owned_never_touches_files_it_never_wrote(machine: Machine) -> None:
+    machine.source("src/a.txt", "a")
+    machine.source("src/sub/b.txt", "b")
+    machine.put("out/theirs.txt", "theirs")
+    machine.converge(DIRECTORY)
+    assert machine.path("out/sub/b.txt").read_text() == "b"
+    (machine.base / "src/sub/b.txt").unlink()
+    machine.converge(DIRECTORY)
+    assert not machine.path("out/sub").exists(), "an owned, unmodified file is removed"
+    assert machine.path("out/theirs.txt").read_text() == "theirs"
+
+
+def test_mirror_owned_keeps_an_owned_file_modified_locally(machine: Machine) -> None:
+    machine.source("src/a.txt", "a")
+    machine.source("src/b.txt", "b")
+    machine.converge(DIRECTORY)
+    machine.path("out/b.txt").write_text("edited")
+    (machine.base / "src/b.txt").unlink()
+    machine.converge(DIRECTORY)
+    assert machine.path("out/b.txt").read_text() == "edited"
+
+
+def test_replace_is_a_true_mirror(machine: Machine) -> None:
+    machine.source("src/a.txt", "a")
+    machine.put("out/theirs.txt", "theirs")
+    action = machine.action(REPLACE, "d")
+    assert action.payload["remove"] == ["theirs.txt"]
+    machine.converge(REPLACE)
+    assert sorted(p.name for p in machine.path("out").iterdir()) == ["a.txt"]
+
+
+def test_skill_three_way(machine: Machine) -> None:
+    machine.source("skill/SKILL.md", "v1")
+    assert machine.action(SKILL, "s").type is T.MIRROR_DIRECTORY
+    machine.converge(SKILL)
+    machine.source("skill/SKILL.md", "v2")
+    machine.converge(SKILL)
+    assert machine.path("skills/s/SKILL.md").read_text() == "v2"
+
+
+def test_modified_skill_is_drift_and_left_exactly_as_it_is(machine: Machine) -> None:
+    machine.source("skill/SKILL.md", "v1")
+    machine.converge(SKILL)
+    machine.put("skills/s/notes.md", "my notes")
+    machine.source("skill/SKILL.md", "v2")
+    action = machine.action(SKILL, "s")
+    assert action.type is T.DRIFT_CONFLICT
+    machine.apply(SKILL)
+    assert machine.path("skills/s/SKILL.md").read_text() == "v1"
+    assert machine.path("skills/s/notes.md").read_text() == "my notes"
+
+
+def test_skill_without_record_that_differs_is_drift(machine: Machine) -> None:
+    machine.source("skill/SKILL.md", "v1")
+    machine.put("skills/s/SKILL.md", "someone else's")
+    assert machine.action(SKILL, "s").type is T.DRIFT_CONFLICT
+
+
+def test_dropped_skill_is_removed_only_if_unmodified(machine: Machine) -> None:
+    machine.source("skill/SKILL.md", "v1")
+    machine.converge(SKILL)
+    machine.put("skills/s/SKILL.md", "edited")
+    assert machine.action("", "s").type is T.DRIFT_CONFLICT
+    machine.put("skills/s/SKILL.md", "v1")
+    machine.converge("")
+    assert not machine.path("skills/s").exists()

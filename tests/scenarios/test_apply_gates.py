@@ -1,0 +1,227 @@
+"""What apply refuses, and what a refused or failed apply leaves behind."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from world import World
+
+ONE_FILE = """
+[profile]
+id = "p"
+name = "P"
+
+[[resource]]
+id = "rc"
+kind = "file"
+target = ".toolrc"
+content = "declared\\n"
+policy = "replace-if-unmodified"
+"""
+
+
+def test_stale_saved_plan_is_refused_and_says_what_moved(world: World) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    rc = world.target(".toolrc")
+    rc.write_text("v1\n")
+    assert (
+        world.run("apply", profile, "--root", str(world.root), "--yes", "--overwrite", "rc").code
+        == 0
+    )
+    world.write("p.toml", ONE_FILE.replace("declared", "declared v2"))
+    saved = world.base / "plan.json"
+    assert world.run("plan", profile, "--root", str(world.root), "-o", str(saved)).code == 0
+
+    rc.write_text("declared\nedited meanwhile\n")
+    refused = world.run("apply", str(saved), "--yes")
+    assert refused.code == 4
+    assert "stale" in refused.err and "rc: live state changed" in refused.err
+    assert rc.read_text() == "declared\nedited meanwhile\n"
+
+
+def test_plan_from_an_empty_baseline_is_refused_once_something_exists(world: World) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    saved = world.base / "plan.json"
+    assert world.run("plan", profile, "--root", str(world.root), "-o", str(saved)).code == 0
+    world.target(".toolrc").write_text("someone else's file\n")
+    refused = world.run("apply", str(saved), "--yes")
+    assert refused.code == 4
+    assert "rc: live state changed" in refused.err
+    assert world.target(".toolrc").read_text() == "someone else's file\n"
+
+
+def test_a_fresh_saved_plan_applies_exactly(world: World) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    saved = world.base / "plan.json"
+    world.run("plan", profile, "--root", str(world.root), "-o", str(saved))
+    assert world.run("apply", str(saved), "--yes").code == 0
+    assert world.target(".toolrc").read_text() == "declared\n"
+    again = world.run("apply", str(saved), "--yes")
+    assert again.code == 4, "a plan already applied is stale"
+
+
+def test_a_tampered_saved_plan_is_refused(world: World) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    saved = world.base / "plan.json"
+    world.run("plan", profile, "--root", str(world.root), "-o", str(saved))
+    document = json.loads(saved.read_text())
+    document["plan"]["actions"][0]["payload"]["extra"] = True
+    saved.write_text(json.dumps(document))
+    refused = world.run("apply", str(saved), "--yes")
+    assert refused.code == 4
+    assert "digest" in refused.err
+    assert not world.target(".toolrc").exists()
+
+
+def test_source_edited_after_plan_is_refused(world: World) -> None:
+    world.write("files/rc", "one\n")
+    profile = str(
+        world.write(
+            "p.toml",
+            ONE_FILE.replace('content = "declared\\n"', 'source = "files/rc"'),
+        )
+    )
+    saved = world.base / "plan.json"
+    world.run("plan", profile, "--root", str(world.root), "-o", str(saved))
+    world.write("files/rc", "two\n")
+    refused = world.run("apply", str(saved), "--yes")
+    assert refused.code == 4
+    assert "the declaration changed" in refused.err
+
+
+def test_failed_verification_restores_previous_bytes_and_mode(world: World) -> None:
+    for name in ("a", "b"):
+        target = world.target(f"bin/{name}")
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(f"old {name}\n")
+        os.chmod(target, 0o751)
+    profile = """
+[profile]
+id = "v"
+name = "V"
+
+[[resource]]
+id = "a"
+kind = "file"
+target = "bin/a"
+content = "new a\\n"
+
+[[resource]]
+id = "b"
+kind = "file"
+target = "bin/b"
+content = "new b\\n"
+depends_on = ["a"]
+verify = { command = ["sh", "-c", "grep -q never bin/b"] }
+
+[[resource]]
+id = "c"
+kind = "file"
+target = "new/dir/c"
+content = "c\\n"
+"""
+    path = str(world.write("v.toml", profile))
+    result = world.run("apply", path, "--root", str(world.root), "--yes", "--json")
+    assert result.code == 7
+    assert result.json["status"] == "failed"
+    for name in ("a", "b"):
+        target = world.target(f"bin/{name}")
+        assert target.read_text() == f"old {name}\n"
+        assert target.stat().st_mode & 0o777 == 0o751
+    assert not world.target("new").exists(), "folders the run created are removed too"
+    status = world.run("status", "--json").json
+    assert status["data"]["blocked_runs"] == []
+
+
+def test_path_traversal_is_refused_before_anything_is_written(world: World) -> None:
+    profile = str(
+        world.write("p.toml", ONE_FILE.replace('target = ".toolrc"', 'target = "../escape"'))
+    )
+    result = world.run("apply", profile, "--root", str(world.root), "--yes")
+    assert result.code == 2
+    assert "contains '..'" in result.err and "'rc'" in result.err
+    assert not (world.base / "escape").exists()
+    assert "Traceback" not in result.err
+
+
+def test_symlinked_parent_pointing_outside_the_root_is_refused(world: World) -> None:
+    outside = world.base / "outside"
+    outside.mkdir()
+    (world.root / "cfg").symlink_to(outside)
+    text = ONE_FILE.replace('target = ".toolrc"', 'target = "cfg/app.conf"')
+    text += '\n[[resource]]\nid = "first"\nkind = "file"\ntarget = "aaa"\ncontent = "x"\n'
+    profile = str(world.write("p.toml", text))
+    result = world.run("apply", profile, "--root", str(world.root), "--yes")
+    assert result.code == 2
+    assert "outside the root" in result.err
+    assert list(outside.iterdir()) == []
+    assert not world.target("aaa").exists(), "nothing at all is written"
+
+
+def test_symlinked_parent_inside_the_root_is_fine(world: World) -> None:
+    (world.root / "real").mkdir()
+    (world.root / "cfg").symlink_to(world.root / "real")
+    profile = str(
+        world.write("p.toml", ONE_FILE.replace('target = ".toolrc"', 'target = "cfg/app.conf"'))
+    )
+    assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0
+    assert (world.root / "real" / "app.conf").read_text() == "declared\n"
+
+
+def test_file_over_the_size_limit_is_a_clear_error(world: World) -> None:
+    world.write("files/big", "x" * 2048)
+    profile = str(
+        world.write("p.toml", ONE_FILE.replace('content = "declared\\n"', 'source = "files/big"'))
+    )
+    result = world.run("plan", profile, "--root", str(world.root), "--max-file-bytes", "1024")
+    assert result.code == 2
+    assert "over the file-size limit of 1024 bytes" in result.err
+
+
+def test_known_secrets_are_redacted_in_output(world: World) -> None:
+    secret = "s3cr3t-value-123456"
+    profile = str(world.write("p.toml", ONE_FILE.replace("declared", f"token={secret}")))
+    result = world.run("plan", profile, "--root", str(world.root), env={"MY_API_TOKEN": secret})
+    assert result.code == 0
+    assert secret not in result.out
+    assert "[REDACTED]" in result.out
+
+
+def test_refuses_to_apply_without_a_terminal_or_yes(world: World) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    result = world.run("apply", profile, "--root", str(world.root))
+    assert result.code == 2
+    assert "--yes" in result.err
+    assert not world.target(".toolrc").exists()
+
+
+def test_sigterm_restores_the_action_in_flight_and_blocks_until_recover(world: World) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    world.target(".toolrc").write_text("before\n")
+    killed = world.run(
+        "apply",
+        profile,
+        "--root",
+        str(world.root),
+        "--yes",
+        "--overwrite",
+        "rc",
+        env={"TRUEUP_CRASH_AT": "mutated:1:SIGTERM"},
+    )
+    assert killed.code == 7
+    assert "interrupted" in killed.out
+    assert world.target(".toolrc").read_text() == "before\n"
+    blocked = world.run("apply", profile, "--root", str(world.root), "--yes")
+    assert blocked.code == 4 and "was interrupted" in blocked.err
+    abandoned = world.run("abandon")
+    assert abandoned.code == 0
+    assert world.target(".toolrc").read_text() == "before\n"
+    assert world.run("status", "--json").json["data"]["blocked_runs"] == []
+
+
+def test_root_must_exist(world: World) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    result = world.run("plan", profile, "--root", str(Path(world.base) / "nope"))
+    assert result.code == 2 and "does not exist" in result.err

@@ -1,0 +1,65 @@
+"""End-to-end support: the installed ``trueup`` command in a temporary world.
+
+Each test gets its own data directory (so its own SQLite state), a root to
+apply into, and a folder for profile files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TRUEUP = shutil.which("trueup", path=str(Path(sys.executable).parent)) or "trueup"
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@dataclass
+class World:
+    base: Path
+    root: Path
+    profiles: Path
+    data: Path
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TRUEUP_")}
+        env.update({"TRUEUP_DATA": str(self.data), "NO_COLOR": "1", "COLUMNS": "200"})
+        env.update(extra or {})
+        return env
+
+    def run(self, *args: str, env: Mapping[str, str] | None = None, timeout: float = 120) -> Result:
+        done = subprocess.run(
+            [TRUEUP, *args],
+            capture_output=True,
+            text=True,
+            env=self.env(env),
+            cwd=self.base,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        return Result(done.returncode, done.stdout, done.stderr)
+
+    def write(self, relative: str, text: str) -> Path:
+        path = self.profiles / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def target(self, relative: str) -> Path:
+        return self.root / relative
