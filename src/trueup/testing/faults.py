@@ -55,7 +55,7 @@ class Decision:
     retry_after: int | None = None
 
 
-@dataclass
+@dataclass(eq=False)
 class Faults:
     """Fault configuration plus the runtime state needed to apply it.
 

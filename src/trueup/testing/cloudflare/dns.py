@@ -102,7 +102,7 @@ class DnsMixin(CloudflareStore):
             records = [r for r in records if combine(p(r) for p in predicates)]
         order = params.get("order")
         if order in ORDER_KEYS:
-            records.sort(key=lambda r: (str(r.get(order)), r["created_on"]))
+            records.sort(key=lambda r: (r[order], r["created_on"]))
         else:
             records.sort(key=lambda r: (r["type"], r["name"], r["content"], r["created_on"]))
         if params.get("direction", "asc").lower() == "desc":

@@ -108,9 +108,8 @@ def _routes(state: CoolifyState) -> list[BaseRoute]:
         return json_response(state.get_application(uuid))
 
     async def action(request: Request) -> Response:
-        return json_response(
-            state.action(request.path_params["uuid"], request.path_params["action"])
-        )
+        verb = request.url.path.rstrip("/").rsplit("/", 1)[-1]
+        return json_response(state.action(request.path_params["uuid"], verb))
 
     async def deploy(request: Request) -> Response:
         uuids = [u for u in request.query_params.get("uuid", "").split(",") if u]

@@ -1,25 +1,24 @@
-"""Coolify applications, their lifecycle and environment variables.
+"""Coolify applications, their lifecycle actions and ``/deploy``.
 
 Quirks kept on purpose: unknown body fields are a 422; ``domains`` goes in
 and comes back as ``fqdn``; a domain another application already uses is a
 409 unless ``force_domain_override`` is true; ``GET /applications/{uuid}``
 does not say which project, server or environment the app lives in; a
 Docker-image app reports ``git_repository: coollabsio/coolify``.
+Environment variables live in `trueup.testing.coolify.envvars`.
 """
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlsplit
 
 from trueup.testing._util import FakeHTTPError, cuid, laravel_time
-from trueup.testing.coolify.base import CoolifyStore, _public, not_found
+from trueup.testing.coolify.base import CoolifyStore, laravel_bool, not_found, public_fields
 from trueup.testing.coolify.validation import validate
 from trueup.testing.store import JSON
 
 NEED_ENVIRONMENT = "You need to provide at least one of environment_name or environment_uuid."
 DOMAIN_CONFLICT = "Domain conflicts detected. Use force_domain_override=true to proceed."
-ENV_EXISTS = "Environment variable already exists. Use PATCH request to update it."
 BUILD_PACKS = "nixpacks,static,dockerfile,dockercompose"
 PORTS = r"\d+(,\d+)*"
 
@@ -93,16 +92,6 @@ TRANSIENT = frozenset(
         "connect_to_docker_network",
     }
 )
-ENV_RULES = {
-    "key": "string|required",
-    "value": "string|nullable",
-    "is_preview": "boolean",
-    "is_build_time": "boolean",
-    "is_literal": "boolean",
-    "is_multiline": "boolean",
-    "is_shown_once": "boolean",
-}
-ENV_FLAGS = ("is_preview", "is_build_time", "is_literal", "is_multiline", "is_shown_once")
 
 
 def _hosts(fqdn: str | None) -> set[str]:
@@ -126,16 +115,8 @@ def _normalize_domains(raw: str) -> str:
     return ",".join(urls)
 
 
-def _flag(value: Any) -> bool:
-    return value in (True, 1, "1")
-
-
-def _env_key(raw: str) -> str:
-    return raw.strip().replace(" ", "_")
-
-
 class ApplicationsMixin(CoolifyStore):
-    """``/applications``, lifecycle actions, ``/deploy`` and env vars."""
+    """``/applications``, start/stop/restart and ``/deploy``."""
 
     # -- test helpers --------------------------------------------------------------------
 
@@ -153,7 +134,7 @@ class ApplicationsMixin(CoolifyStore):
 
     def _application_view(self, application: JSON) -> JSON:
         """What the API shows: no internal id, no project/server/environment."""
-        view = _public(application)
+        view = public_fields(application)
         view.pop("id", None)
         return view
 
@@ -179,10 +160,7 @@ class ApplicationsMixin(CoolifyStore):
             allowed,
         )
         if not body.get("environment_name") and not body.get("environment_uuid"):
-            raise FakeHTTPError(
-                422,
-                {"message": NEED_ENVIRONMENT},
-            )
+            raise FakeHTTPError(422, {"message": NEED_ENVIRONMENT})
         with self._write() as data:
             project = self._project(data, body["project_uuid"])
             environment = self._find_environment(
@@ -196,7 +174,7 @@ class ApplicationsMixin(CoolifyStore):
                 raise not_found("Server")
             validate(body, {**SHARED_RULES, **specific})
             fqdn = _normalize_domains(body["domains"]) if body.get("domains") else None
-            if fqdn and not _flag(body.get("force_domain_override")):
+            if fqdn and not laravel_bool(body.get("force_domain_override")):
                 self._check_domains(data, fqdn, exclude=None)
             now = laravel_time()
             record: JSON = {
@@ -223,7 +201,7 @@ class ApplicationsMixin(CoolifyStore):
             )
             data["applications"][record["uuid"]] = record
             data["envs"][record["uuid"]] = {}
-            if _flag(body.get("instant_deploy")):
+            if laravel_bool(body.get("instant_deploy")):
                 self._queue(data, record, "deploy")
             return {"uuid": record["uuid"]}
 
@@ -241,12 +219,12 @@ class ApplicationsMixin(CoolifyStore):
             record = self._app(data, uuid)
             if "domains" in body:
                 fqdn = _normalize_domains(body["domains"]) if body["domains"] else None
-                if fqdn and not _flag(body.get("force_domain_override")):
+                if fqdn and not laravel_bool(body.get("force_domain_override")):
                     self._check_domains(data, fqdn, exclude=uuid)
                 record["fqdn"] = fqdn
             record.update({k: v for k, v in body.items() if k not in TRANSIENT})
             record["updated_at"] = laravel_time()
-            if _flag(body.get("instant_deploy")):
+            if laravel_bool(body.get("instant_deploy")):
                 self._queue(data, record, "deploy")
             return {"uuid": uuid}
 
@@ -303,12 +281,6 @@ class ApplicationsMixin(CoolifyStore):
         record["status"] = "running:healthy"
         return deployment
 
-    def _app(self, data: JSON, uuid: str) -> JSON:
-        record: JSON | None = data["applications"].get(uuid)
-        if record is None:
-            raise not_found("Application")
-        return record
-
     def _check_domains(self, data: JSON, fqdn: str, exclude: str | None) -> None:
         wanted = _hosts(fqdn)
         conflicts = []
@@ -336,101 +308,6 @@ class ApplicationsMixin(CoolifyStore):
                     "conflicts and unpredictable behavior.",
                 },
             )
-
-    # -- environment variables -----------------------------------------------------------
-
-    def list_envs(self, uuid: str) -> list[JSON]:
-        with self._read() as data:
-            self._app(data, uuid)
-            envs = list(data["envs"][uuid].values())
-            return [dict(e) for e in sorted(envs, key=lambda e: (e["is_preview"], e["id"]))]
-
-    def create_env(self, uuid: str, body: JSON) -> JSON:
-        with self._write() as data:
-            self._app(data, uuid)
-            validate(body, ENV_RULES, ENV_RULES)
-            if self._env_by_key(data, uuid, body["key"], _flag(body.get("is_preview"))):
-                raise FakeHTTPError(
-                    409,
-                    {"message": ENV_EXISTS},
-                )
-            return {"uuid": self._new_env(data, uuid, body)["uuid"]}
-
-    def update_env(self, uuid: str, body: JSON) -> JSON:
-        with self._write() as data:
-            self._app(data, uuid)
-            validate(body, ENV_RULES, ENV_RULES)
-            env = self._env_by_key(data, uuid, body["key"], _flag(body.get("is_preview")))
-            if env is None:
-                raise not_found("Environment variable")
-            _apply_env(env, body)
-            return dict(env)
-
-    def bulk_envs(self, uuid: str, body: JSON) -> list[JSON]:
-        with self._write() as data:
-            self._app(data, uuid)
-            items = body.get("data")
-            if not items:
-                raise FakeHTTPError(400, {"message": "Bulk data is required."})
-            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-                raise FakeHTTPError(
-                    422,
-                    {
-                        "message": "Validation failed.",
-                        "errors": {"data": ["The data field must be an array."]},
-                    },
-                )
-            for item in items:
-                validate(item, ENV_RULES)
-            out = []
-            for item in items:
-                env = self._env_by_key(data, uuid, item["key"], _flag(item.get("is_preview")))
-                if env is None:
-                    env = self._new_env(data, uuid, item)
-                else:
-                    _apply_env(env, item)
-                out.append(dict(env))
-            return out
-
-    def delete_env(self, uuid: str, env_uuid: str) -> JSON:
-        with self._write() as data:
-            self._app(data, uuid)
-            if env_uuid not in data["envs"][uuid]:
-                raise not_found("Environment variable")
-            del data["envs"][uuid][env_uuid]
-            return {"message": "Environment variable deleted."}
-
-    def _env_by_key(self, data: JSON, uuid: str, key: str, preview: bool) -> JSON | None:
-        wanted = _env_key(key)
-        for env in data["envs"][uuid].values():
-            if env["key"] == wanted and env["is_preview"] is preview:
-                found: JSON = env
-                return found
-        return None
-
-    def _new_env(self, data: JSON, uuid: str, body: JSON) -> JSON:
-        now = laravel_time()
-        env: JSON = {
-            "id": self._next_id(data),
-            "uuid": cuid(),
-            "key": _env_key(body["key"]),
-            "value": body.get("value"),
-            "real_value": body.get("value"),
-            **{flag: _flag(body.get(flag)) for flag in ENV_FLAGS},
-            "created_at": now,
-            "updated_at": now,
-        }
-        data["envs"][uuid][env["uuid"]] = env
-        return env
-
-
-def _apply_env(env: JSON, body: JSON) -> None:
-    env["value"] = body.get("value")
-    env["real_value"] = body.get("value")
-    for flag in ENV_FLAGS:
-        if flag in body:
-            env[flag] = _flag(body[flag])
-    env["updated_at"] = laravel_time()
 
 
 def _kind_rules(kind: str, body: JSON) -> dict[str, str]:

@@ -97,14 +97,14 @@ class CoolifyStore(JsonStore):
 
     def list_servers(self) -> list[JSON]:
         with self._read() as data:
-            return [_public(s) for s in data["servers"].values()]
+            return [public_fields(s) for s in data["servers"].values()]
 
     def get_server(self, uuid: str) -> JSON:
         with self._read() as data:
             server: JSON | None = data["servers"].get(uuid)
             if server is None:
                 raise not_found("Server")
-            return _public(server)
+            return public_fields(server)
 
     # -- projects ------------------------------------------------------------------------
 
@@ -139,9 +139,9 @@ class CoolifyStore(JsonStore):
     def get_project(self, uuid: str) -> JSON:
         with self._read() as data:
             project = self._project(data, uuid)
-            out = _public(project)
+            out = public_fields(project)
             out["environments"] = [
-                _public(e)
+                public_fields(e)
                 for e in data["environments"].values()
                 if e["project_id"] == project["id"]
             ]
@@ -201,7 +201,7 @@ class CoolifyStore(JsonStore):
         with self._read() as data:
             project = self._project(data, project_uuid)
             return [
-                _public(e)
+                public_fields(e)
                 for e in data["environments"].values()
                 if e["project_id"] == project["id"]
             ]
@@ -220,7 +220,7 @@ class CoolifyStore(JsonStore):
             environment = self._find_environment(data, project, name_or_uuid)
             if environment is None:
                 raise not_found("Environment")
-            out = _public(environment)
+            out = public_fields(environment)
             out["applications"] = [
                 self._application_view(a)
                 for a in data["applications"].values()
@@ -264,7 +264,18 @@ class CoolifyStore(JsonStore):
     def _application_view(self, application: JSON) -> JSON:
         raise NotImplementedError
 
+    def _app(self, data: JSON, uuid: str) -> JSON:
+        record: JSON | None = data["applications"].get(uuid)
+        if record is None:
+            raise not_found("Application")
+        return record
 
-def _public(record: JSON) -> dict[str, Any]:
+
+def laravel_bool(value: Any) -> bool:
+    """Laravel's boolean rule accepts true/false, 1/0 and "1"/"0"."""
+    return value in (True, 1, "1")
+
+
+def public_fields(record: JSON) -> dict[str, Any]:
     """Drop the fake's private bookkeeping keys (leading underscore)."""
     return {k: v for k, v in record.items() if not k.startswith("_")}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from trueup.testing.coolify.applications import ApplicationsMixin
+from trueup.testing.coolify.envvars import EnvVarsMixin
 
 
-class CoolifyState(ApplicationsMixin):
+class CoolifyState(ApplicationsMixin, EnvVarsMixin):
     """Servers, projects, environments, applications and env vars of one fake team.
 
     One server is seeded (`server_uuid`); add more with `add_server`. Every
