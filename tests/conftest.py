@@ -38,3 +38,79 @@ class StateFactory:
         target = data_dir / "state.db"
         shutil.copyfile(self.template, target)
         return target
+
+
+# ---------------------------------------------------------------------------
+# State back ends (issue 3, shared state): every store test runs on both.
+#
+# ``store_url`` is a migrated, empty store: a SQLite file copied from the
+# template, or a fresh PostgreSQL schema of its own (dropped afterwards),
+# reached through ``?options=-csearch_path=...`` like any user's URL would.
+# PostgreSQL comes from TRUEUP_TEST_POSTGRES_URL; when it is unreachable the
+# PostgreSQL cases are skipped, except under CI=true, where they fail.
+# ---------------------------------------------------------------------------
+import os  # noqa: E402
+import secrets  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from urllib.parse import quote  # noqa: E402
+
+POSTGRES_URL = os.environ.get(
+    "TRUEUP_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+_pg_problem: list[str] = []
+
+
+def _postgres_unavailable() -> str | None:
+    """Why PostgreSQL cannot be used (checked once per session), or ``None``."""
+    if not _pg_problem:
+        import psycopg
+
+        try:
+            psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
+            _pg_problem.append("")
+        except psycopg.Error as exc:
+            _pg_problem.append(f"PostgreSQL at {POSTGRES_URL} is unreachable: {exc}".strip())
+    return _pg_problem[0] or None
+
+
+def require_postgres() -> None:
+    problem = _postgres_unavailable()
+    if problem is None:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{problem} (CI=true: PostgreSQL tests must run)")
+    pytest.skip(f"{problem}; set TRUEUP_TEST_POSTGRES_URL to run these")
+
+
+def schema_url(base: str, schema: str) -> str:
+    sep = "&" if "?" in base else "?"
+    return f"{base}{sep}options={quote('-csearch_path=' + schema, safe='-')}"
+
+
+@pytest.fixture
+def postgres_schema() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a new, empty schema ``t_<random>``."""
+    require_postgres()
+    import psycopg
+
+    schema = f"t_{secrets.token_hex(6)}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield schema_url(POSTGRES_URL, schema)
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path, state_template: Path) -> str:
+    """A migrated, empty state store on each back end."""
+    if request.param == "sqlite":
+        path = tmp_path / "state" / "state.db"
+        path.parent.mkdir()
+        shutil.copyfile(state_template, path)
+        return f"sqlite:///{path}"
+    url: str = request.getfixturevalue("postgres_schema")
+    Store.open(url).close()
+    return url

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from enum import StrEnum
 from typing import Any
 
@@ -192,7 +193,7 @@ class Target:
         return cls(kind=data["kind"], id=data["id"], name=data["name"], location=data["location"])
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Plan:
     """A pure function's result; its identity covers what it was computed from."""
 
@@ -214,8 +215,9 @@ class Plan:
             "actions": [a.to_json() for a in self.actions],
         }
 
-    @property
+    @cached_property
     def digest(self) -> str:
+        """The plan's identity; cached, as a big plan's body is costly to encode."""
         return digest(self.body())
 
     @property

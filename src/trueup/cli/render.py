@@ -97,7 +97,10 @@ def render_plan(
             if diff:
                 console.print(f"\n[bold]{escape(action.resource_id)}[/] ({action.type.value})")
                 console.print(diff_text(diff), end="")
-    console.print(f"\n{plan_summary(plan)}")
+    if all(a.type is ActionType.NO_OP for a in plan.actions):
+        console.print(f"\n[green]converged[/]: nothing to change ({len(plan.actions)} up to date)")
+    else:
+        console.print(f"\n{plan_summary(plan)}")
     drift = plan.by_type(ActionType.DRIFT_CONFLICT)
     if drift:
         console.print(

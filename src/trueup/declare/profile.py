@@ -2,62 +2,36 @@
 
 Every error names the file, the resource id (or its position when the id
 itself is missing) and the field, and nothing is changed anywhere.
+
+Parsing and validating ten thousand resources costs far more than observing
+them, so the validated form of a profile is cached beside the state, keyed by
+the file's stat like the stat cache (and distrusted while racy). Content is
+never cached here: sources are re-addressed on every load through the stat
+cache, so an edited source is always seen.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from trueup import kinds
-from trueup.canonical import digest
+from trueup import __version__, kinds
+from trueup.canonical import digest, sha256_hex
 from trueup.declare.files import read_document
 from trueup.errors import UsageError
-from trueup.fs import ReadOnlyFS
+from trueup.fs import RACY_WINDOW_NS, ReadOnlyFS, stat_key
 from trueup.model import Resource
 from trueup.paths import TargetError, find_overlaps, normalise_target
 from trueup.plan.planner import topological_order
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
-
-class ProfileMeta(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(pattern=ID_PATTERN)
-    name: str = Field(min_length=1)
-    description: str | None = None
-    groups: list[str] = Field(default_factory=list)
-
-
-class VerifyFields(BaseModel):
-    """Extra verification after a change: a command that must exit 0 (cwd: the root)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    command: list[str] = Field(min_length=1)
-    timeout: int = Field(default=600, gt=0)
-
-
-class CommonFields(BaseModel):
-    """The fields every resource has, whatever its kind."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(pattern=ID_PATTERN)
-    kind: str
-    target: str
-    policy: str | None = None
-    depends_on: list[str] = Field(default_factory=list)
-    groups: list[str] = Field(default_factory=list)
-    verify: VerifyFields | None = None
-
-
-COMMON = frozenset(CommonFields.model_fields)
+CACHE_FORMAT = f"trueup-profile-cache/{__version__}/1"
 
 
 @dataclass(frozen=True)
@@ -69,11 +43,34 @@ class Profile:
     digest: str
 
 
-def load_profile(path: Path, fs: ReadOnlyFS) -> Profile:
+def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> Profile:
     """Parse, validate and content-address a profile file."""
-    path = path.resolve()
-    data = read_document(path)
+    path = Path(os.path.abspath(path))
     where = str(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"{where}: no such file") from None
+    cache = _cache_file(cache_dir, path)
+    validated = _read_cache(cache, st)
+    fresh = validated is None
+    if validated is None:
+        validated = _validate(read_document(path), where)
+        _write_cache(cache, st, validated)
+    meta, entries = validated["profile"], validated["resources"]
+    resources = tuple(_resolve(entry, path.parent, fs, where) for entry in entries)
+    if fresh:
+        _check_whole(resources, where)
+    body = {"profile": meta, "resources": [r.to_json() for r in resources]}
+    return Profile(meta["id"], meta["name"], path, resources, digest(body))
+
+
+# -- validation (pydantic, only on a cache miss) ----------------------------
+def _validate(data: dict[str, Any], where: str) -> dict[str, Any]:
+    from pydantic import ValidationError
+
+    from trueup.declare.models import ProfileMeta
+
     unknown = sorted(set(data) - {"profile", "resource"})
     if unknown:
         raise UsageError(f"{where}: unknown top-level section(s): {', '.join(unknown)}")
@@ -84,23 +81,22 @@ def load_profile(path: Path, fs: ReadOnlyFS) -> Profile:
     raw_resources = data.get("resource", [])
     if not isinstance(raw_resources, list):
         raise UsageError(f"{where}: 'resource' must be a list of tables ([[resource]])")
-    resources = tuple(
-        _resource(raw, index, path.parent, fs, where) for index, raw in enumerate(raw_resources)
-    )
-    _check_whole(resources, where)
-    body = {"profile": meta.model_dump(), "resources": [r.to_json() for r in resources]}
-    return Profile(meta.id, meta.name, path, resources, digest(body))
+    entries = [_entry(raw, index, where) for index, raw in enumerate(raw_resources)]
+    return {"profile": meta.model_dump(), "resources": entries}
 
 
-def _resource(raw: Any, index: int, base: Path, fs: ReadOnlyFS, where: str) -> Resource:
+def _entry(raw: Any, index: int, where: str) -> dict[str, Any]:
+    from pydantic import ValidationError
+
+    from trueup.declare.models import COMMON, CommonFields
+
     label = f"resource #{index + 1}"
     if not isinstance(raw, Mapping):
         raise UsageError(f"{where}: {label} must be a table")
     if isinstance(raw.get("id"), str):
         label = f"resource {raw['id']!r}"
-    common_raw = {k: v for k, v in raw.items() if k in COMMON}
     try:
-        common = CommonFields.model_validate(common_raw)
+        common = CommonFields.model_validate({k: v for k, v in raw.items() if k in COMMON})
     except ValidationError as exc:
         raise UsageError(f"{where}: {label}: {_first(exc)}") from None
     if common.kind not in kinds.REGISTRY:
@@ -123,21 +119,44 @@ def _resource(raw: Any, index: int, base: Path, fs: ReadOnlyFS, where: str) -> R
         fields = kind.declaration_model().model_validate(
             {k: v for k, v in raw.items() if k not in COMMON}
         )
-        spec = kind.resolve(fields.model_dump(exclude_none=True), policy, base, fs)
     except ValidationError as exc:
         raise UsageError(f"{where}: {label}: {_first(exc)}") from None
+    return {
+        "id": common.id,
+        "kind": common.kind,
+        "policy": policy,
+        "target": target,
+        "depends_on": common.depends_on,
+        "verify": common.verify.model_dump() if common.verify else None,
+        "fields": fields.model_dump(exclude_none=True),
+    }
+
+
+def _first(exc: ValidationError) -> str:
+    """The first validation problem as 'field X: message'."""
+    error = exc.errors()[0]
+    loc = ".".join(str(part) for part in error["loc"])
+    message = error["msg"].removeprefix("Value error, ")
+    return f"field {loc!r}: {message}" if loc else message
+
+
+# -- resolution (every load) ------------------------------------------------
+def _resolve(entry: dict[str, Any], base: Path, fs: ReadOnlyFS, where: str) -> Resource:
+    label = f"resource {entry['id']!r}"
+    try:
+        spec = kinds.get(entry["kind"]).resolve(dict(entry["fields"]), entry["policy"], base, fs)
     except UsageError as exc:
         raise UsageError(f"{where}: {label}: {exc.message}", hint=exc.hint) from None
     except ValueError as exc:
         raise UsageError(f"{where}: {label}: {exc}") from None
     return Resource(
-        id=common.id,
-        kind=common.kind,
-        policy=policy,
-        target=target,
+        id=entry["id"],
+        kind=entry["kind"],
+        policy=entry["policy"],
+        target=entry["target"],
         spec=spec,
-        depends_on=tuple(common.depends_on),
-        verify=common.verify.model_dump() if common.verify else None,
+        depends_on=tuple(entry["depends_on"]),
+        verify=entry["verify"],
     )
 
 
@@ -157,9 +176,45 @@ def _check_whole(resources: tuple[Resource, ...], where: str) -> None:
         raise UsageError(f"{where}: {exc.message}") from None
 
 
-def _first(exc: ValidationError) -> str:
-    """The first validation problem as 'field X: message'."""
-    error = exc.errors()[0]
-    loc = ".".join(str(part) for part in error["loc"])
-    message = error["msg"].removeprefix("Value error, ")
-    return f"field {loc!r}: {message}" if loc else message
+# -- the validated-profile cache ---------------------------------------------
+def _cache_file(cache_dir: Path | None, path: Path) -> Path | None:
+    if cache_dir is None:
+        return None
+    return cache_dir / f"{sha256_hex(str(path).encode())[:32]}.json"
+
+
+def _read_cache(cache: Path | None, st: os.stat_result) -> dict[str, Any] | None:
+    if cache is None:
+        return None
+    try:
+        with open(cache, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if document.get("format") != CACHE_FORMAT or document.get("stat") != list(stat_key(st)):
+        return None
+    if st.st_mtime_ns >= document.get("recorded_ns", 0) - RACY_WINDOW_NS:
+        return None
+    validated: dict[str, Any] = document["validated"]
+    return validated
+
+
+def _write_cache(cache: Path | None, st: os.stat_result, validated: dict[str, Any]) -> None:
+    """Best effort: a cache that cannot be written only costs the next run time."""
+    if cache is None:
+        return
+    import time
+
+    document = {
+        "format": CACHE_FORMAT,
+        "stat": list(stat_key(st)),
+        "recorded_ns": time.time_ns(),
+        "validated": validated,
+    }
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(document), encoding="utf-8")
+        os.replace(tmp, cache)
+    except OSError:
+        pass

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from trueup import kinds
-from trueup.declare.profile import CommonFields, ProfileMeta
+from trueup.declare.models import CommonFields, ProfileMeta
 from trueup.errors import UsageError
 
 

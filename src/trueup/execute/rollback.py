@@ -79,11 +79,16 @@ class RollbackStore:
     def _missing_dirs(self, paths: Iterable[Path]) -> list[str]:
         """Folders a write would create, deepest first, so a restore can remove them."""
         missing: set[str] = set()
+        present: set[str] = set()
+        prefix = str(self.root) + os.sep
         for path in paths:
-            parent = path.parent
-            while parent != self.root and self.root in parent.parents and not parent.exists():
-                missing.add(str(parent))
-                parent = parent.parent
+            parent = os.path.dirname(path)
+            while parent.startswith(prefix) and parent not in present and parent not in missing:
+                if os.path.isdir(parent):
+                    present.add(parent)
+                    break
+                missing.add(parent)
+                parent = os.path.dirname(parent)
         return sorted(missing, key=lambda p: (-p.count(os.sep), p))
 
     def load(self, ref: str) -> dict[str, Any]:

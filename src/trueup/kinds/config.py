@@ -9,11 +9,10 @@ holds what trueup wrote. replace makes the file exactly the declared keys
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import TYPE_CHECKING, Any, Literal
 
 from trueup.canonical import digest
 from trueup.fs import ReadOnlyFS
@@ -32,31 +31,35 @@ from trueup.kinds.formats import (
 )
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
-class ConfigFields(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
-    format: Literal["toml", "json", "yaml"] | None = None
-    keys: dict[str, Any] = Field(min_length=1)
-    overlay: list[str] = Field(default_factory=list)
+@cache
+def config_fields() -> type[BaseModel]:
+    """Built on first use: a warm no-op plan never imports pydantic."""
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-    @field_validator("keys")
-    @classmethod
-    def _keys(cls, keys: dict[str, Any]) -> dict[str, Any]:
+    def checked(paths: Iterable[str]) -> None:
         try:
-            check_key_paths(keys)
+            check_key_paths(paths)
         except KeyPathError as exc:
             raise ValueError(str(exc)) from None
-        return keys
 
-    @field_validator("overlay")
-    @classmethod
-    def _overlay(cls, overlay: list[str]) -> list[str]:
-        try:
-            check_key_paths(overlay)
-        except KeyPathError as exc:
-            raise ValueError(str(exc)) from None
-        return overlay
+    class ConfigFields(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        format: Literal["toml", "json", "yaml"] | None = None
+        keys: dict[str, Any] = Field(min_length=1)
+        overlay: list[str] = Field(default_factory=list)
+
+        @field_validator("keys", "overlay")
+        @classmethod
+        def _paths(cls, paths: Any) -> Any:
+            checked(paths)
+            return paths
+
+    return ConfigFields
 
 
 def value_digest(value: object) -> str:
@@ -72,7 +75,7 @@ class ConfigKind(Kind):
     policies = ("merge", "replace")
 
     def declaration_model(self) -> type[BaseModel]:
-        return ConfigFields
+        return config_fields()
 
     def resolve(
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
@@ -180,7 +183,13 @@ class ConfigKind(Kind):
             )
         parts = [f"set {len(changes)}"] if changes else []
         parts += [f"remove {len(unset) + len(extra)}"] if unset or extra else []
-        return Decision(ActionType.WRITE_CONFIG, f"{', '.join(parts)} key(s)", payload)
+        return Decision(
+            ActionType.WRITE_CONFIG,
+            f"{', '.join(parts)} key(s)",
+            payload,
+            # replace drops keys trueup never set: data it cannot give back.
+            destroys=bool(extra),
+        )
 
     # -- execute ------------------------------------------------------------
     def _new_text(self, action: Action, resource: Resource, fs: ReadOnlyFS, path: Path) -> str:

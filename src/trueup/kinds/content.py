@@ -8,6 +8,7 @@ no longer match what was planned.
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> di
     """Replace ``source``/``content`` by an absolute source path or text, plus a digest."""
     spec = dict(fields)
     if spec.get("source") is not None:
-        source = (base_dir / spec["source"]).resolve()
+        source = os.path.normpath(os.path.join(base_dir, spec["source"]))
         st = fs.lstat(source)
         if st is None:
             raise UsageError(f"source {spec['source']!r} does not exist (looked in {source})")

@@ -7,10 +7,9 @@ append-local keeps a marked source section and leaves every byte outside it
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, model_validator
+from typing import TYPE_CHECKING, Any
 
 from trueup.canonical import sha256_hex
 from trueup.fs import ReadOnlyFS
@@ -24,23 +23,33 @@ from trueup.kinds.base import (
 from trueup.kinds.content import declared_bytes, resolve_source, text_diff
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 _HTML_SUFFIXES = (".md", ".markdown", ".mdc", ".html", ".htm", ".xml")
 
 
-class FileFields(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@cache
+def file_fields() -> type[BaseModel]:
+    """Built on first use: a warm no-op plan never imports pydantic."""
+    from pydantic import BaseModel, ConfigDict, model_validator
 
-    content: str | None = None
-    source: str | None = None
-    link: str | None = None
-    executable: bool = False
+    class FileFields(BaseModel):
+        model_config = ConfigDict(extra="forbid")
 
-    @model_validator(mode="after")
-    def _one_origin(self) -> FileFields:
-        given = [n for n in ("content", "source", "link") if getattr(self, n) is not None]
-        if len(given) != 1:
-            raise ValueError("declare exactly one of content, source or link")
-        return self
+        content: str | None = None
+        source: str | None = None
+        link: str | None = None
+        executable: bool = False
+
+        @model_validator(mode="after")
+        def _one_origin(self) -> FileFields:
+            given = [n for n in ("content", "source", "link") if getattr(self, n) is not None]
+            if len(given) != 1:
+                raise ValueError("declare exactly one of content, source or link")
+            return self
+
+    return FileFields
 
 
 def link_digest(link: str) -> str:
@@ -86,7 +95,7 @@ class FileKind(Kind):
     policies = ("replace", "replace-if-unmodified", "append-local")
 
     def declaration_model(self) -> type[BaseModel]:
-        return FileFields
+        return file_fields()
 
     def resolve(
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS

@@ -9,10 +9,9 @@ trees compare with ``==`` and digest canonically.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING, Any
 
 from trueup.canonical import digest
 from trueup.errors import ConflictError, UsageError
@@ -20,14 +19,24 @@ from trueup.fs import Entry, ReadOnlyFS, sha256_bytes
 from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 TreeEntry = list[Any]
 Tree = Mapping[str, TreeEntry]
 
 
-class TreeFields(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@cache
+def tree_fields() -> type[BaseModel]:
+    """Built on first use: a warm no-op plan never imports pydantic."""
+    from pydantic import BaseModel, ConfigDict
 
-    source: str
+    class TreeFields(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        source: str
+
+    return TreeFields
 
 
 def as_tree(entries: Mapping[str, Entry]) -> dict[str, TreeEntry]:
@@ -93,7 +102,13 @@ def mirror(resource: Resource, observed: Observed, removable: Iterable[str], wha
     parts = [f"write {len(plan['write'])}"] if plan["write"] else []
     parts += [f"remove {len(plan['remove'])}"] if plan["remove"] else []
     verb = "install" if observed.state == "absent" else "update"
-    return Decision(ActionType.MIRROR_DIRECTORY, f"{verb} {what}: {', '.join(parts)} file(s)", plan)
+    return Decision(
+        ActionType.MIRROR_DIRECTORY,
+        f"{verb} {what}: {', '.join(parts)} file(s)",
+        plan,
+        # A true mirror deletes whatever else is there, files trueup never wrote included.
+        destroys=resource.policy == "replace" and bool(plan["remove"]),
+    )
 
 
 def removal(applied: Applied, observed: Observed, whole: bool) -> Decision:
@@ -114,6 +129,8 @@ def removal(applied: Applied, observed: Observed, whole: bool) -> Decision:
         ActionType.REMOVE_RESOURCE,
         f"remove {len(remove)} file(s) (no longer declared)",
         {"remove": remove},
+        # Only files trueup never wrote are data it cannot give back.
+        destroys=bool(set(remove) - set(owned)),
     )
 
 
@@ -130,7 +147,7 @@ class TreeKind(Kind):
     """What the directory and skill kinds share: everything but observe and plan."""
 
     def declaration_model(self) -> type[BaseModel]:
-        return TreeFields
+        return tree_fields()
 
     def resolve(
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS

@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import socket
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +21,10 @@ from trueup.model import Action, Applied, Resource, Target
 from trueup.state.db import Database, UniqueViolation
 from trueup.state.schema import ensure_current
 
-ACTIVE = ("running", "interrupted")
+# Statuses that hold the target's lock (the partial unique index of migration 0002):
+# a queued job and a failed job waiting to be resumed hold it as a running run does.
+ACTIVE = ("queued", "running", "interrupted", "failed")
+LOCK_INDEX = "runs_one_active_per_target"
 
 
 def now() -> str:
@@ -49,10 +53,20 @@ class RunInfo:
     started_at: str
     finished_at: str | None
     message: str | None
+    job: bool = False
+    lease_expires_at: float | None = None
 
     @property
     def holder_alive(self) -> bool | None:
-        """Whether the holding process still runs; ``None`` when it is on another host."""
+        """Whether the holder still works on it; ``None`` when that cannot be known here.
+
+        A job's holder is alive while its lease runs (the lease is renewed while
+        the worker works, on any host); a direct run's holder is its process.
+        """
+        if self.job:
+            if self.status != "running":
+                return None
+            return self.lease_expires_at is not None and self.lease_expires_at > time.time()
         if self.host != socket.gethostname():
             return None
         try:
@@ -77,6 +91,7 @@ class RunInfo:
             "finished_at": self.finished_at,
             "message": self.message,
             "holder_alive": self.holder_alive if self.status in ACTIVE else None,
+            "job": self.job,
         }
 
 
@@ -98,13 +113,13 @@ class RunLocked(Exception):
         self.holder = holder
 
 
-_RUN_COLUMNS = (
+RUN_COLUMNS = (
     "id, target, status, outcome, plan_digest, declaration, host, pid, actor, "
-    "started_at, finished_at, message"
+    "started_at, finished_at, message, steps IS NOT NULL, lease_expires_at"
 )
 
 
-def _run(row: Sequence[Any]) -> RunInfo:
+def run_from_row(row: Sequence[Any]) -> RunInfo:
     return RunInfo(
         id=row[0],
         target=Target.from_json(json.loads(row[1])),
@@ -118,6 +133,8 @@ def _run(row: Sequence[Any]) -> RunInfo:
         started_at=row[9],
         finished_at=row[10],
         message=row[11],
+        job=bool(row[12]),
+        lease_expires_at=float(row[13]) if row[13] is not None else None,
     )
 
 
@@ -137,23 +154,25 @@ class Store:
         self.db.close()
 
     # -- stat cache ---------------------------------------------------------
-    def load_stat_cache(self, prefixes: Iterable[str]) -> StatCache:
+    def load_stat_cache(self) -> StatCache:
+        """This host's whole cache: one query, so sources anywhere hit it too."""
         cache = StatCache()
-        for prefix in sorted(set(prefixes)):
-            rows = self.db.execute(
-                "SELECT path, size, mtime_ns, ino, ctime_ns, digest, recorded_ns FROM stat_cache "
-                "WHERE path >= :low AND path < :high",
-                {"low": prefix, "high": prefix + "\U0010ffff"},
-            )
-            for path, size, mtime, ino, ctime, dig, recorded in rows:
-                cache.entries[path] = ((size, mtime, ino, ctime), dig, recorded)
+        rows = self.db.execute(
+            "SELECT path, size, mtime_ns, ino, ctime_ns, digest, recorded_ns FROM stat_cache "
+            "WHERE host = :host",
+            {"host": socket.gethostname()},
+        )
+        for path, size, mtime, ino, ctime, dig, recorded in rows:
+            cache.entries[path] = ((size, mtime, ino, ctime), dig, recorded)
         return cache
 
     def save_stat_cache(self, cache: StatCache) -> None:
         if not cache.dirty:
             return
+        host = socket.gethostname()
         rows = [
             {
+                "host": host,
                 "path": path,
                 "size": key[0],
                 "mtime_ns": key[1],
@@ -166,11 +185,12 @@ class Store:
         ]
         with self.db.transaction():
             self.db.executemany(
-                "INSERT INTO stat_cache (path, size, mtime_ns, ino, ctime_ns, digest, recorded_ns) "
-                "VALUES (:path, :size, :mtime_ns, :ino, :ctime_ns, :digest, :recorded_ns) "
-                "ON CONFLICT (path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns, "
-                "ino=excluded.ino, ctime_ns=excluded.ctime_ns, digest=excluded.digest, "
-                "recorded_ns=excluded.recorded_ns",
+                "INSERT INTO stat_cache "
+                "(host, path, size, mtime_ns, ino, ctime_ns, digest, recorded_ns) "
+                "VALUES (:host, :path, :size, :mtime_ns, :ino, :ctime_ns, :digest, :recorded_ns) "
+                "ON CONFLICT (host, path) DO UPDATE SET size=excluded.size, "
+                "mtime_ns=excluded.mtime_ns, ino=excluded.ino, ctime_ns=excluded.ctime_ns, "
+                "digest=excluded.digest, recorded_ns=excluded.recorded_ns",
                 rows,
             )
         cache.dirty.clear()
@@ -247,7 +267,9 @@ class Store:
                     params,
                 )
                 self._event(run_id, "run.started", {"plan": plan_digest})
-        except UniqueViolation:
+        except UniqueViolation as exc:
+            if exc.constraint not in (None, LOCK_INDEX):
+                raise
             raise RunLocked(self.holder(target.key)) from None
         info = self.run(run_id)
         assert info is not None
@@ -255,30 +277,31 @@ class Store:
 
     def holder(self, target_key: str) -> RunInfo | None:
         row = self.db.one(
-            f"SELECT {_RUN_COLUMNS} FROM runs WHERE target_key = :key "
-            "AND status IN ('running', 'interrupted')",
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE target_key = :key "
+            "AND status IN ('queued', 'running', 'interrupted', 'failed')",
             {"key": target_key},
         )
-        return _run(row) if row else None
+        return run_from_row(row) if row else None
 
     def run(self, run_id: str) -> RunInfo | None:
-        row = self.db.one(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = :id", {"id": run_id})
-        return _run(row) if row else None
+        row = self.db.one(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = :id", {"id": run_id})
+        return run_from_row(row) if row else None
 
     def runs(self, target_key: str | None = None, limit: int = 20) -> list[RunInfo]:
         where = "WHERE target_key = :key " if target_key else ""
         rows = self.db.execute(
-            f"SELECT {_RUN_COLUMNS} FROM runs {where}ORDER BY started_at DESC LIMIT :limit",
+            f"SELECT {RUN_COLUMNS} FROM runs {where}ORDER BY started_at DESC LIMIT :limit",
             {"key": target_key, "limit": limit},
         )
-        return [_run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     def blocked_runs(self) -> list[RunInfo]:
+        """Unfinished runs that wait for a person (queued jobs wait for a worker instead)."""
         rows = self.db.execute(
-            f"SELECT {_RUN_COLUMNS} FROM runs WHERE status IN ('running', 'interrupted') "
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE status IN ('running', 'interrupted', 'failed') "
             "ORDER BY started_at"
         )
-        return [_run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     def take_over(self, run_id: str) -> None:
         """Make this process the holder of an interrupted run (recover)."""

@@ -94,8 +94,10 @@ def upgrade() -> None:
         sa.Column("digest", sa.String(64), nullable=False),
         sa.Column("created_at", sa.Text, nullable=False),
     )
+    # Per host: with a shared PostgreSQL store, paths on two machines are unrelated.
     op.create_table(
         "stat_cache",
+        sa.Column("host", sa.Text, primary_key=True),
         sa.Column("path", sa.Text, primary_key=True),
         sa.Column("size", sa.BigInteger, nullable=False),
         sa.Column("mtime_ns", sa.BigInteger, nullable=False),
