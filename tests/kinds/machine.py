@@ -37,7 +37,8 @@ class Machine:
 
     def apply(self, body: str, force: tuple[str, ...] = ()) -> RunResult | None:
         prepared = self.engine.prepare(self.profile(body), self.root, force)
-        return self.engine.apply(prepared, prepared.plan)
+        # The profile's display name confirms steps that destroy data.
+        return self.engine.apply(prepared, prepared.plan, confirmation="Kinds")
 
     def converge(self, body: str, force: tuple[str, ...] = ()) -> None:
         result = self.apply(body, force)

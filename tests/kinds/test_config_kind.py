@@ -1,0 +1,139 @@
+"""The config kind through the engine: declared keys change, nothing else does."""
+
+from __future__ import annotations
+
+import pytest
+from machine import Machine
+
+from trueup.model import ActionType as T
+
+TOML_BEFORE = """\
+# Codex settings, hand-written
+model = "o3"        # the model I like
+approval_policy = "on-request"
+
+[sandbox]
+# keep network off
+network = false
+mode = "read-only"
+
+[profiles.fast]
+model = "o4-mini"
+"""
+TOML_AFTER = TOML_BEFORE.replace('model = "o3"        #', 'model = "gpt-5"        #').replace(
+    'mode = "read-only"', 'mode = "workspace-write"'
+)
+
+JSON_BEFORE = """\
+{
+\t"theme": "dark",
+\t"editor": {
+\t\t"fontSize": 12,
+\t\t"tabSize": 4
+\t},
+\t"permissions": {"allow": ["Bash(ls)"]}
+}
+"""
+JSON_AFTER = JSON_BEFORE.replace('"fontSize": 12', '"fontSize": 14')
+
+YAML_BEFORE = """\
+# service config
+name: api   # the service
+replicas: 2
+limits:
+  cpu: "500m"   # keep quoted
+  memory: 256Mi
+tags: [a, b]
+"""
+YAML_AFTER = YAML_BEFORE.replace("replicas: 2", "replicas: 3").replace(
+    "memory: 256Mi", "memory: 512Mi"
+)
+
+CASES = {
+    "toml": (
+        "c/config.toml",
+        TOML_BEFORE,
+        TOML_AFTER,
+        'model = "gpt-5", "sandbox.mode" = "workspace-write"',
+    ),
+    "json": ("c/settings.json", JSON_BEFORE, JSON_AFTER, '"editor.fontSize" = 14'),
+    "yaml": ("c/app.yaml", YAML_BEFORE, YAML_AFTER, 'replicas = 3, "limits.memory" = "512Mi"'),
+}
+
+
+def config(target: str, keys: str, extra: str = "") -> str:
+    return f'[[resource]]\nid = "c"\nkind = "config"\ntarget = "{target}"\nkeys = {{ {keys} }}\n{extra}'
+
+
+@pytest.mark.parametrize("fmt", sorted(CASES))
+def test_merge_keeps_everything_undeclared_byte_for_byte(machine: Machine, fmt: str) -> None:
+    target, before, after, keys = CASES[fmt]
+    machine.put(target, before)
+    machine.converge(config(target, keys))
+    assert machine.path(target).read_text() == after
+
+
+@pytest.mark.parametrize("fmt", sorted(CASES))
+def test_merge_creates_a_missing_file(machine: Machine, fmt: str) -> None:
+    target, _, _, keys = CASES[fmt]
+    machine.converge(config(target, keys))
+    assert machine.path(target).exists()
+
+
+def test_a_key_changed_locally_is_drift_and_kept(machine: Machine) -> None:
+    target, before, _, keys = CASES["toml"]
+    machine.put(target, before)
+    machine.converge(config(target, keys))
+    text = machine.path(target).read_text().replace('"gpt-5"', '"my-model"')
+    machine.path(target).write_text(text)
+    action = machine.action(config(target, keys), "c")
+    assert action.type is T.DRIFT_CONFLICT and "model" in action.summary
+    machine.apply(config(target, keys))
+    assert machine.path(target).read_text() == text
+    machine.converge(config(target, keys), force=("c",))
+    assert '"gpt-5"' in machine.path(target).read_text()
+
+
+def test_overlay_keys_are_the_machines_own(machine: Machine) -> None:
+    target = "c/settings.json"
+    machine.put(target, '{\n  "permissions": {"allow": ["x"]},\n  "model": "a"\n}\n')
+    body = config(target, '"model" = "b"', 'overlay = ["permissions"]\n')
+    machine.converge(body)
+    assert '"permissions": {"allow": ["x"]}' in machine.path(target).read_text()
+
+
+def test_an_overlay_that_clashes_with_declared_keys_needs_a_person(machine: Machine) -> None:
+    body = config("c/s.json", '"model" = "b"', 'overlay = ["model"]\n')
+    action = machine.action(body, "c")
+    assert action.type is T.HUMAN_ACTION
+    assert "overlay conflicts" in action.summary
+
+
+def test_a_dropped_key_is_removed_only_if_trueup_owned_it_unchanged(machine: Machine) -> None:
+    target = "c/s.json"
+    machine.put(target, '{\n  "mine": 1\n}\n')
+    machine.converge(config(target, '"a" = 1, "b" = 2'))
+    machine.converge(config(target, '"a" = 1'))
+    assert '"b"' not in machine.path(target).read_text()
+    assert '"mine": 1' in machine.path(target).read_text()
+    text = machine.path(target).read_text().replace('"a": 1', '"a": 5')
+    machine.path(target).write_text(text)
+    machine.apply(config(target, '"c" = 3'))
+    assert '"a": 5' in machine.path(target).read_text()
+
+
+def test_replace_makes_the_file_exactly_the_declared_keys(machine: Machine) -> None:
+    target = "c/s.json"
+    machine.put(target, '{\n  "mine": 1,\n  "keep": 2\n}\n')
+    machine.converge(config(target, '"a" = 1', 'policy = "replace"\noverlay = ["keep"]\n'))
+    text = machine.path(target).read_text()
+    assert '"mine"' not in text and '"a": 1' in text and '"keep": 2' in text
+
+
+def test_unparseable_config_is_drift_not_a_rewrite(machine: Machine) -> None:
+    target = "c/s.json"
+    machine.put(target, "{ not json")
+    action = machine.action(config(target, '"a" = 1'), "c")
+    assert action.type is T.DRIFT_CONFLICT
+    machine.apply(config(target, '"a" = 1'))
+    assert machine.path(target).read_text() == "{ not json"

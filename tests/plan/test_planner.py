@@ -1,0 +1,82 @@
+"""The planner is a pure function whose identity covers what it saw."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trueup.errors import UsageError
+from trueup.model import ABSENT, ActionType, Observed, Resource, Target
+from trueup.plan.planner import compute_plan, topological_order
+
+TARGET = Target("profile", "p", "P", "/root")
+
+
+def file(rid: str, deps: tuple[str, ...] = (), content: str = "x") -> Resource:
+    from trueup.fs import sha256_bytes
+
+    spec = {"content": content, "digest": sha256_bytes(content.encode()), "executable": False}
+    return Resource(rid, "file", "replace", f"t/{rid}", spec, deps)
+
+
+def plan(resources: list[Resource], observed: dict[str, Observed] | None = None) -> object:
+    return compute_plan(TARGET, "/p.toml", "decl", resources, observed or {}, {})
+
+
+def test_same_inputs_same_digest() -> None:
+    resources = [file("a"), file("b", ("a",))]
+    first = compute_plan(TARGET, "/p.toml", "d", resources, {}, {})
+    second = compute_plan(TARGET, "/p.toml", "d", list(reversed(resources)), {}, {})
+    assert first.digest == second.digest
+    assert [a.resource_id for a in first.actions] == ["a", "b"]
+
+
+def test_digest_covers_the_observed_state() -> None:
+    resources = [file("a")]
+    absent = compute_plan(TARGET, "/p.toml", "d", resources, {"a": ABSENT}, {})
+    present = compute_plan(
+        TARGET, "/p.toml", "d", resources, {"a": Observed("file", "ff", {"executable": False})}, {}
+    )
+    assert absent.digest != present.digest
+    assert [a.type for a in absent.actions] == [a.type for a in present.actions]
+
+
+def test_digest_covers_the_declaration() -> None:
+    one = compute_plan(TARGET, "/p.toml", "d1", [file("a")], {}, {})
+    two = compute_plan(TARGET, "/p.toml", "d2", [file("a")], {}, {})
+    assert one.digest != two.digest
+
+
+def test_dependencies_first_ties_by_id() -> None:
+    order = topological_order([file("c"), file("b", ("c",)), file("a", ("c",)), file("z")])
+    assert [r.id for r in order] == ["c", "a", "b", "z"]
+
+
+def test_a_cycle_is_named() -> None:
+    with pytest.raises(UsageError, match=r"dependency cycle: a -> b -> c -> a"):
+        topological_order([file("a", ("b",)), file("b", ("c",)), file("c", ("a",)), file("d")])
+
+
+def test_actions_carry_their_dependencies_as_edges() -> None:
+    the_plan = compute_plan(TARGET, "/p.toml", "d", [file("a"), file("b", ("a",))], {}, {})
+    by_id = {a.resource_id: a for a in the_plan.actions}
+    assert by_id["b"].before == ("a",)
+    assert by_id["a"].type is ActionType.WRITE_FILE
+
+
+@given(st.lists(st.sampled_from("abcdefgh"), unique=True, min_size=1))
+def test_order_respects_every_edge(ids: list[str]) -> None:
+    resources = [file(rid, tuple(d for d in ids if d < rid)[:2]) for rid in ids]
+    order = [r.id for r in topological_order(resources)]
+    for resource in resources:
+        for dep in resource.depends_on:
+            assert order.index(dep) < order.index(resource.id)
+
+
+def test_canonical_json_refuses_non_finite_numbers() -> None:
+    from trueup.canonical import canonical_json
+
+    with pytest.raises(ValueError):
+        canonical_json({"x": float("nan")})
+    assert canonical_json({"b": 1, "a": [1, 2]}) == b'{"a":[1,2],"b":1}'

@@ -1,0 +1,97 @@
+"""The file system layer: a stat cache that is never fooled, writes that are atomic."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from trueup.fs import (
+    RACY_WINDOW_NS,
+    TEMP_MARK,
+    FileTooLargeError,
+    ReadOnlyFS,
+    StatCache,
+    WritableFS,
+    sha256_bytes,
+)
+
+
+def age(path: Path, seconds: float) -> None:
+    past = time.time_ns() - int(seconds * 1e9)
+    os.utime(path, ns=(past, past))
+
+
+def test_unchanged_old_file_is_recognised_without_reading(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"hello")
+    age(path, 10)
+    fs = ReadOnlyFS(StatCache())
+    assert fs.digest_file(path) == sha256_bytes(b"hello")
+    os.chmod(path, 0)  # unreadable now: a cache hit must not read it
+    try:
+        assert fs.digest_file(path) == sha256_bytes(b"hello")
+    finally:
+        os.chmod(path, 0o644)
+
+
+def test_racy_entry_is_rehashed(tmp_path: Path) -> None:
+    """A file modified in the same timestamp tick as its recording keeps size and mtime."""
+    path = tmp_path / "f"
+    path.write_bytes(b"aaaa")
+    st = os.lstat(path)
+    cache = StatCache()
+    cache.record(str(path), st, sha256_bytes(b"aaaa"))
+    path.write_bytes(b"bbbb")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    fs = ReadOnlyFS(cache)
+    if os.lstat(path).st_ctime_ns == st.st_ctime_ns:  # coarse clocks: only racy-ness protects us
+        assert cache.lookup(str(path), os.lstat(path)) is None
+    assert fs.digest_file(path) == sha256_bytes(b"bbbb")
+
+
+def test_entry_recorded_long_after_mtime_is_trusted(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"x")
+    age(path, RACY_WINDOW_NS / 1e9 + 5)
+    cache = StatCache()
+    cache.record(str(path), os.lstat(path), "d")
+    assert cache.lookup(str(path), os.lstat(path)) == "d"
+
+
+def test_size_limit(tmp_path: Path) -> None:
+    path = tmp_path / "big"
+    path.write_bytes(b"x" * 100)
+    with pytest.raises(FileTooLargeError, match="over the file-size limit of 10 bytes"):
+        ReadOnlyFS(max_file_bytes=10).read_bytes(path)
+
+
+def test_staged_writes_are_invisible_until_commit(tmp_path: Path) -> None:
+    fs = WritableFS(tag="t")
+    target = tmp_path / "a" / "b" / "f"
+    fs.write(target, b"new", executable=True)
+    assert not target.exists()
+    fs.commit()
+    assert target.read_bytes() == b"new"
+    assert target.stat().st_mode & 0o111
+    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
+
+
+def test_discard_leaves_no_temp_file(tmp_path: Path) -> None:
+    fs = WritableFS(tag="t")
+    (tmp_path / "f").write_bytes(b"old")
+    fs.write(tmp_path / "f", b"new")
+    fs.discard()
+    assert (tmp_path / "f").read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["f"]
+
+
+def test_walk_never_follows_symlinks(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "x").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    found = ReadOnlyFS().walk(tmp_path)
+    assert found["link"].state == "symlink"
+    assert "link/x" not in found
