@@ -81,7 +81,16 @@ class Observed:
         return cls(state=data["state"], digest=data.get("digest"), detail=data.get("detail", {}))
 
     def identity(self) -> str:
-        """The digest a plan records for this observation (staleness check)."""
+        """What a plan records for this observation (its staleness check).
+
+        Flat observations (a file's digest and mode) spell themselves out,
+        which costs far less than a digest per file on big trees; nested ones
+        (a folder's listing, a config's keys) are digested.
+        """
+        detail = self.detail
+        if all(isinstance(v, str | int | bool) or v is None for v in detail.values()):
+            flat = ",".join(f"{k}={detail[k]!r}" for k in sorted(detail))
+            return f"{self.state}:{self.digest}:{flat}"
         return digest(self.to_json())
 
 
