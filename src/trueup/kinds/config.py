@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from trueup.canonical import digest
+from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS
 from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext, evidence_of
 from trueup.kinds.content import text_diff
@@ -22,6 +23,7 @@ from trueup.kinds.formats import (
     MISSING,
     ConfigError,
     KeyPathError,
+    UnsupportedValueError,
     canonical_value,
     check_key_paths,
     flatten,
@@ -193,6 +195,12 @@ class ConfigKind(Kind):
 
     # -- execute ------------------------------------------------------------
     def _new_text(self, action: Action, resource: Resource, fs: ReadOnlyFS, path: Path) -> str:
+        try:
+            return self._edit(action, resource, fs, path)
+        except (KeyPathError, UnsupportedValueError) as exc:
+            raise UsageError(f"resource {resource.id!r}: cannot edit {resource.target}: {exc}") from None
+
+    def _edit(self, action: Action, resource: Resource, fs: ReadOnlyFS, path: Path) -> str:
         entry = fs.entry(path)
         current = fs.read_bytes(path).decode("utf-8") if entry is not None else ""
         doc = self._load(resource, current)

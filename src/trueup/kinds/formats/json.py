@@ -290,7 +290,11 @@ class JsonDocument(BaseDocument):
                 self._insert(parent, segment, nested, style)
                 return
             if depth == len(path) - 1:
-                multiline = self._is_multiline(parent)
+                old = self._span(member.value)
+                # A one-line `[80, 100]` stays on one line; `[]`, `{}` and scalars
+                # grow into the layout of the surrounding object.
+                inline = old[0] in "[{" and old[1:-1].strip(_WHITESPACE) != "" and "\n" not in old
+                multiline = self._is_multiline(parent) and not inline
                 dumped = self._dump(value, style, multiline, self._line_indent(member.start))
                 self._splice(member.value.start, member.value.end, dumped)
                 return

@@ -2,9 +2,11 @@
 
 tomlkit already round-trips a file exactly and edits values in place (keeping a
 value's trailing comment). This module adds what a human would do differently
-from tomlkit's defaults: a new table gets a blank line before its header, a
-replaced string keeps its quoting style when it can, and inline tables are
-rewritten whole (tomlkit's in-place edits leave them oddly spaced).
+from tomlkit's defaults: a new key goes right after its table's last entry (not
+after the comment that introduces the next table), a new ``[table]`` is
+separated by a blank line, a replaced string keeps its quoting style when it
+can, inline tables are rewritten in their own style (tomlkit's in-place edits
+leave them oddly spaced), and a table emptied by a delete keeps existing.
 """
 
 from __future__ import annotations
@@ -162,9 +164,23 @@ class TomlDocument(BaseDocument):
                 return
             assert isinstance(parent, _Mapping)
             if depth == len(path) - 1 or segment not in parent:
-                self._put(parent, segment, _nest(path[depth + 1 :], value))
+                nested = _nest(path[depth + 1 :], value)
+                self._put(parent, segment, nested, inline=self._dotted(path[:depth]))
                 return
             parent = parent[segment]
+
+    def _dotted(self, path: KeyPath) -> bool:
+        """Whether the table at ``path`` is written with dotted keys (``a.b = 1``).
+
+        A ``[header]`` inside such a table would land in the middle of its parent's
+        plain keys and capture them, so new tables there are written inline.
+        """
+        for depth in range(len(path)):
+            body = _body_of(self._item(path[:depth]))
+            for key, _ in body or ():
+                if key is not None and key.key == path[depth] and key.is_dotted():
+                    return True
+        return False
 
     def _remove(self, path: KeyPath) -> None:
         parent: object = self._doc
@@ -179,16 +195,24 @@ class TomlDocument(BaseDocument):
             return
         assert isinstance(parent, _Mapping)
         del parent[path[-1]]
+        if isinstance(parent, Table) and not parent and parent.is_super_table():
+            # A header-less table (``[a.b]`` alone, or ``a.b = 1``) would vanish once
+            # empty; give it a header so the table itself is kept.
+            holder = self._item(path[:-2])
+            assert isinstance(holder, MutableMapping)
+            holder[path[-2]] = tomlkit.table()
 
-    def _put(self, container: _Mapping, key: str, value: object) -> None:
+    def _put(self, container: _Mapping, key: str, value: object, *, inline: bool) -> None:
         existing = container.get(key)
         item: Item
-        if isinstance(existing, InlineTable | Array) or (
-            isinstance(value, list) and not _sets_table(value)
+        if isinstance(existing, String) and isinstance(value, str):
+            item = _string(value, existing)
+        elif (
+            inline
+            or isinstance(existing, InlineTable | Array)
+            or (isinstance(value, list) and not _sets_table(value))
         ):
             item = _inline(value)  # keep inline things inline
-        elif isinstance(existing, String) and isinstance(value, str):
-            item = _string(value, existing)
         else:
             item = tomlkit.item(value)
         if existing is None:
@@ -229,10 +253,10 @@ def _render_inline(original: InlineTable, value: dict[str, object]) -> str:
         if key is None:
             parts.append(f"{tomlkit.key(name).as_string()} = {_inline(item).as_string()}")
             continue
-        old = original[name]
+        old = original.value.item(name)  # indexing would unwrap booleans
         if isinstance(old, InlineTable) and isinstance(item, dict):
             text = _render_inline(old, item)
-        elif same_value(_plain(old), item):
+        elif isinstance(old, Item) and same_value(_plain(old), item):
             text = old.as_string()
         else:
             text = _inline(item).as_string()
@@ -323,6 +347,12 @@ def _place(container: _Mapping, key: str, item: Item) -> None:
             before = None
     else:
         before = body[index - 1][1]
+    if (
+        isinstance(before, Item)
+        and not isinstance(before, Whitespace | Table | AoT)
+        and "\n" not in before.trivia.trail
+    ):
+        before.trivia.trail += "\n"  # the file did not end with a newline
     if is_table:
         target: Item | None = item
         if isinstance(item, AoT):
@@ -333,7 +363,12 @@ def _place(container: _Mapping, key: str, item: Item) -> None:
     if index >= len(body) or not hasattr(inner, "_insert_at"):
         container[key] = item
     else:
+        if isinstance(item, Table | AoT) and item.name is None:
+            item.name = key
         inner._insert_at(index, key, item)
+        if container is not inner:
+            # A table mirrors its container's entries in its own dict (as append does).
+            dict.__setitem__(container, key, item)
     if moved:
         tail = _body_of(item) if isinstance(item, AoT) else _deepest_body(item)
         if tail is None:

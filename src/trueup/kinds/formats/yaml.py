@@ -28,6 +28,7 @@ from ruamel.yaml.error import CommentMark, MarkedYAMLError, YAMLError
 from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.scalarstring import (
     DoubleQuotedScalarString,
+    FoldedScalarString,
     LiteralScalarString,
     SingleQuotedScalarString,
 )
@@ -38,14 +39,24 @@ from trueup.kinds.formats import (
     BaseDocument,
     ConfigError,
     KeyPath,
+    KeyPathError,
     Missing,
+    format_key_path,
     same_value,
 )
 
 __all__ = ["YamlDocument"]
 
-# Plain scalars a YAML 1.1 reader (PyYAML) would not read back as strings.
-_YAML11_SPECIAL = re.compile(r"(?i:y|yes|n|no|on|off|true|false|null|~)")
+# Plain scalars a YAML 1.1 reader (PyYAML) would not read back as strings:
+# booleans like `on`/`no`, and sexagesimal numbers like `22:22` (ports!).
+_YAML11_SPECIAL = re.compile(
+    r"(?i:y|yes|n|no|on|off|true|false|null|~)|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?"
+)
+_LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
+# What every scalar style can hold as is (YAML printable, minus NEL/LS/PS/BOM/CR).
+_SAFE = re.compile(
+    "[\t\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*"
+)
 _OPENS_BLOCK = re.compile(r"(?P<lead>(?:-\s+)*)[^#\s-][^#]*?:\s*(?:#.*)?")
 _BLOCK_SCALAR = re.compile(r".*(?::|-)\s+[|>][0-9+-]*\s*(?:#.*)?")
 
@@ -157,15 +168,22 @@ def _plain(value: object) -> object:
 
 
 def _string(value: str, like: object) -> object:
-    """``value`` quoted like the string it replaces, or quoted if YAML 1.1 would misread it."""
-    if isinstance(like, DoubleQuotedScalarString):
+    """``value`` in the quoting style of the string it replaces, when that is safe.
+
+    ruamel re-applies the old value's style to a plain ``str`` assigned over it,
+    so the style is always chosen explicitly here. Characters a style cannot hold
+    (non-printables, NEL/LS/PS which ruamel writes raw and then reads back as line
+    breaks) force double quotes; YAML 1.1 look-alikes (``yes``, ``22:22``) are
+    quoted so PyYAML-based readers do not turn them into booleans or numbers.
+    """
+    if isinstance(like, DoubleQuotedScalarString) or not _SAFE.fullmatch(value):
         return DoubleQuotedScalarString(value)
     if isinstance(like, SingleQuotedScalarString):
         if "\n" in value:
             return DoubleQuotedScalarString(value)
         return SingleQuotedScalarString(value)
-    if isinstance(like, LiteralScalarString) and "\n" in value:
-        return LiteralScalarString(value)
+    if isinstance(like, LiteralScalarString | FoldedScalarString):
+        return type(like)(value)
     if _YAML11_SPECIAL.fullmatch(value):
         return SingleQuotedScalarString(value)
     return value
@@ -174,12 +192,14 @@ def _string(value: str, like: object) -> object:
 def _to_node(value: object, like: object = None) -> object:
     if isinstance(value, dict):
         mapping = CommentedMap()
+        if not value:
+            mapping.fa.set_flow_style()
         for key, item in value.items():
-            mapping[key] = _to_node(item)
+            mapping[_string(key, None) if _LINE_BREAKS.search(key) else key] = _to_node(item)
         return mapping
     if isinstance(value, list):
         sequence = CommentedSeq(_to_node(item) for item in value)
-        if isinstance(like, CommentedSeq) and like.fa.flow_style():
+        if not value or (isinstance(like, CommentedSeq) and like.fa.flow_style()):
             sequence.fa.set_flow_style()  # `tags: [a, b]` stays on one line
         return sequence
     if isinstance(value, str):
@@ -262,19 +282,28 @@ def _detach_tail(container: Any, key: Any) -> str:
     return rest
 
 
-def _append_tail(holder: _Holder, tail: str) -> None:
+def _append_tail(holder: _Holder, tail: str, *, collapse: bool = False) -> None:
+    """Append ``tail`` to the text after ``holder``'s value.
+
+    With ``collapse`` (used when a key between them was deleted), blank lines that
+    would now double up are merged, as a person deleting a block would do.
+    """
+    token = _token(holder)
+    existing = "\n" if token is None else str(token.value)
+    if collapse and existing.endswith("\n\n"):
+        tail = tail.lstrip("\n")
     if not tail:
         return
-    token = _token(holder)
     if token is None:
-        _set_token(holder, CommentToken("\n" + tail, CommentMark(0), None))
+        _set_token(holder, CommentToken(existing + tail, CommentMark(0), None))
     else:
-        token.value = str(token.value) + tail
+        token.value = existing + tail
 
 
-def _attach_tail(container: Any, key: Any, tail: str) -> None:
+def _attach_tail(container: Any, key: Any, tail: str, *, collapse: bool = False) -> None:
     """Put ``tail`` back after the last line of ``container[key]``."""
-    _append_tail(_deepest_last(container, key), tail)
+    if tail:
+        _append_tail(_deepest_last(container, key), tail, collapse=collapse)
 
 
 def _tidy(container: CommentedMap, key: Any) -> None:
@@ -303,7 +332,10 @@ def _restore(original: str, baseline: str, edited: str) -> str:
     e = edited.splitlines(keepends=True)
     to_original: dict[int, int] = {}
     extra: defaultdict[int, list[str]] = defaultdict(list)  # original-only lines
-    matcher = difflib.SequenceMatcher(None, b, o, autojunk=False)
+    # Align on whitespace-collapsed lines: `key:   value` and `key: value` match.
+    normal_b = [" ".join(line.split()) for line in b]
+    normal_o = [" ".join(line.split()) for line in o]
+    matcher = difflib.SequenceMatcher(None, normal_b, normal_o, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
             to_original.update((i1 + k, j1 + k) for k in range(i2 - i1))
@@ -398,6 +430,8 @@ class YamlDocument(BaseDocument):
         for depth, segment in enumerate(path):
             key = self._key(parent, segment)
             if key is MISSING:
+                if not parent and parent.fa.flow_style():
+                    parent.fa.set_block_style()  # `x: {}` grows into a block mapping
                 keys = _own_keys(parent)
                 tail = _detach_tail(parent, keys[-1]) if keys else ""
                 parent[segment] = _to_node(_nest(path[depth + 1 :], value))
@@ -420,16 +454,23 @@ class YamlDocument(BaseDocument):
         if isinstance(key, Missing):  # pragma: no cover - BaseDocument checks
             return
         keys = _own_keys(parent)
-        index = keys.index(key) if key in keys else 0
-        tail = _detach_tail(parent, key) if key in keys else ""
+        if key not in keys:
+            raise KeyPathError(
+                f"cannot delete {format_key_path(path)}: it comes from a YAML merge key (<<)"
+            )
+        index = keys.index(key)
+        tail = _detach_tail(parent, key)
         del parent[key]
+        if not parent:
+            parent.fa.set_flow_style()  # now `{}`: comments must follow it, not precede it
         if not tail:
             return
         if index > 0:
-            _attach_tail(parent, keys[index - 1], tail)
+            _attach_tail(parent, keys[index - 1], tail, collapse=True)
         elif grandparent is not None:
             # The lines came right after `parent_key:`; that is where they stay.
-            _append_tail((grandparent, self._key(grandparent, path[-2])), tail)
+            holder = (grandparent, self._key(grandparent, path[-2]))
+            _append_tail(holder, tail, collapse=True)
         else:
             comment = parent.ca.comment
             if not comment:

@@ -1,0 +1,489 @@
+"""TOML editing keeps comments, order and formatting of everything not edited."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+import tomlkit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trueup.kinds.formats import (
+    MISSING,
+    ConfigDocument,
+    ConfigError,
+    KeyPath,
+    KeyPathError,
+    UnsupportedValueError,
+    flatten,
+    load,
+    same_value,
+)
+
+CODEX_CONFIG = """\
+# ~/.codex/config.toml
+# Managed partly by trueup; hand edits are welcome.
+
+model = "gpt-5-codex"          # default model for new sessions
+model_reasoning_effort = 'high'
+approval_policy = "on-request"
+sandbox_mode    = "workspace-write"
+
+[sandbox_workspace_write]
+network_access = false  # keep the sandbox offline
+writable_roots = [
+  "/tmp",
+  "~/scratch",  # throwaway checkouts
+]
+
+# MCP servers -----------------------------------------------------------
+
+[mcp_servers.context7]
+command = "npx"
+args = ["-y", "@upstash/context7-mcp"]
+env = { "LOG_LEVEL" = "info" }
+
+[mcp_servers.github]
+command = "github-mcp-server"
+startup_timeout_sec = 20
+
+[profiles.fast]
+model = "o4-mini"
+model_reasoning_effort = "low"
+"""
+
+
+def doc(text: str = CODEX_CONFIG) -> ConfigDocument:
+    return load("toml", text, origin="config.toml")
+
+
+def changed_lines(before: str, after: str) -> list[tuple[str, str]]:
+    old, new = before.splitlines(), after.splitlines()
+    assert len(old) == len(new)
+    return [(a, b) for a, b in zip(old, new, strict=True) if a != b]
+
+
+# --- round trips and reading -----------------------------------------------------
+
+
+def test_round_trip_without_edits_is_identical() -> None:
+    assert doc().to_text() == CODEX_CONFIG
+
+
+def test_get_returns_plain_values() -> None:
+    document = doc()
+    assert document.get(("model",)) == "gpt-5-codex"
+    assert type(document.get(("model",))) is str
+    assert document.get(("sandbox_workspace_write",)) == {
+        "network_access": False,
+        "writable_roots": ["/tmp", "~/scratch"],
+    }
+    env = document.get(("mcp_servers", "context7", "env"))
+    assert env == {"LOG_LEVEL": "info"} and type(env) is dict
+    timeout = document.get(("mcp_servers", "github", "startup_timeout_sec"))
+    assert timeout == 20 and type(timeout) is int
+    assert document.get(("mcp_servers", "nope")) is MISSING
+    assert document.get(("model", "x")) is MISSING
+
+
+def test_keys_flat() -> None:
+    assert doc().keys_flat() == {
+        "model": "gpt-5-codex",
+        "model_reasoning_effort": "high",
+        "approval_policy": "on-request",
+        "sandbox_mode": "workspace-write",
+        "sandbox_workspace_write.network_access": False,
+        "sandbox_workspace_write.writable_roots": ["/tmp", "~/scratch"],
+        "mcp_servers.context7.command": "npx",
+        "mcp_servers.context7.args": ["-y", "@upstash/context7-mcp"],
+        "mcp_servers.context7.env.LOG_LEVEL": "info",
+        "mcp_servers.github.command": "github-mcp-server",
+        "mcp_servers.github.startup_timeout_sec": 20,
+        "profiles.fast.model": "o4-mini",
+        "profiles.fast.model_reasoning_effort": "low",
+    }
+
+
+def test_dates_are_plain_datetime_values() -> None:
+    document = doc("when = 2024-05-01T12:30:00Z\nday = 2024-05-01\n")
+    assert document.get(("when",)) == dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.UTC)
+    assert type(document.get(("day",))) is dt.date
+
+
+# --- edits in place --------------------------------------------------------------
+
+
+def test_setting_existing_values_keeps_trailing_comments_and_quoting() -> None:
+    document = doc()
+    document.set(("model",), "gpt-5")
+    document.set(("model_reasoning_effort",), "medium")
+    document.set(("sandbox_workspace_write", "network_access"), True)
+    assert changed_lines(CODEX_CONFIG, document.to_text()) == [
+        (
+            'model = "gpt-5-codex"          # default model for new sessions',
+            'model = "gpt-5"          # default model for new sessions',
+        ),
+        ("model_reasoning_effort = 'high'", "model_reasoning_effort = 'medium'"),
+        (
+            "network_access = false  # keep the sandbox offline",
+            "network_access = true  # keep the sandbox offline",
+        ),
+    ]
+
+
+def test_literal_string_falls_back_to_basic_when_it_must() -> None:
+    document = doc()
+    document.set(("model_reasoning_effort",), "it's")
+    assert 'model_reasoning_effort = "it\'s"\n' in document.to_text()
+
+
+def test_new_keys_go_where_a_person_would_put_them() -> None:
+    document = doc()
+    document.set(("hide_agent_reasoning",), True)
+    document.set(("sandbox_workspace_write", "exclude_tmpdir_env_var"), False)
+    document.set(("mcp_servers", "github", "env", "GITHUB_TOKEN"), "${GITHUB_TOKEN}")
+    document.set(("mcp_servers", "context7", "env", "DEBUG"), "1")
+    document.set(("tui", "notifications"), True)
+    document.delete(("profiles", "fast", "model_reasoning_effort"))
+    assert (
+        document.to_text()
+        == """\
+# ~/.codex/config.toml
+# Managed partly by trueup; hand edits are welcome.
+
+model = "gpt-5-codex"          # default model for new sessions
+model_reasoning_effort = 'high'
+approval_policy = "on-request"
+sandbox_mode    = "workspace-write"
+hide_agent_reasoning = true
+
+[sandbox_workspace_write]
+network_access = false  # keep the sandbox offline
+writable_roots = [
+  "/tmp",
+  "~/scratch",  # throwaway checkouts
+]
+exclude_tmpdir_env_var = false
+
+# MCP servers -----------------------------------------------------------
+
+[mcp_servers.context7]
+command = "npx"
+args = ["-y", "@upstash/context7-mcp"]
+env = { "LOG_LEVEL" = "info", DEBUG = "1" }
+
+[mcp_servers.github]
+command = "github-mcp-server"
+startup_timeout_sec = 20
+
+[mcp_servers.github.env]
+GITHUB_TOKEN = "${GITHUB_TOKEN}"
+
+[profiles.fast]
+model = "o4-mini"
+
+[tui]
+notifications = true
+"""
+    )
+
+
+def test_new_tables_with_nested_tables() -> None:
+    document = doc()
+    document.set(("mcp_servers", "new"), {"command": "uvx", "args": ["srv"], "env": {"A": "1"}})
+    document.set(("projects", "/home/me/code"), {"trust_level": "trusted"})
+    profiles = CODEX_CONFIG.index("[profiles.fast]")
+    assert document.to_text() == (
+        CODEX_CONFIG[:profiles]
+        + '[mcp_servers.new]\ncommand = "uvx"\nargs = ["srv"]\n\n'
+        + '[mcp_servers.new.env]\nA = "1"\n\n'
+        + CODEX_CONFIG[profiles:]
+        + '\n[projects."/home/me/code"]\ntrust_level = "trusted"\n'
+    )
+
+
+def test_replacing_a_list_and_merging_a_table() -> None:
+    document = doc()
+    document.set(("sandbox_workspace_write", "writable_roots"), ["/tmp", "~/work"])
+    document.set(("profiles", "fast"), {"model": "o3", "approval_policy": "never"})
+    assert document.to_text() == CODEX_CONFIG.replace(
+        '[\n  "/tmp",\n  "~/scratch",  # throwaway checkouts\n]', '["/tmp", "~/work"]'
+    ).replace(
+        'model = "o4-mini"\nmodel_reasoning_effort = "low"\n',
+        'model = "o3"\napproval_policy = "never"\n',
+    )
+
+
+def test_delete_keeps_surrounding_layout() -> None:
+    document = doc()
+    document.delete(("mcp_servers", "github"))
+    document.delete(("sandbox_mode",))
+    document.delete(("model",))
+    document.delete(("nope", "nested"))
+    assert document.to_text() == CODEX_CONFIG.replace(
+        'model = "gpt-5-codex"          # default model for new sessions\n', ""
+    ).replace('sandbox_mode    = "workspace-write"\n', "").replace(
+        '[mcp_servers.github]\ncommand = "github-mcp-server"\nstartup_timeout_sec = 20\n\n', ""
+    )
+
+
+def test_deleting_the_last_key_keeps_the_table() -> None:
+    document = doc("[a]\nx = 1\n\n[b]\ny = 2\n")
+    document.delete(("a", "x"))
+    assert document.to_text() == "[a]\n\n[b]\ny = 2\n"
+    assert document.get(("a",)) == {}
+
+
+def test_header_less_tables_keep_existing_when_emptied() -> None:
+    document = doc("[p.q]\nx = 1\n")
+    document.delete(("p", "q"))
+    assert document.get(("p",)) == {}
+    assert load("toml", document.to_text(), origin="x").get(("p",)) == {}
+
+
+def test_dotted_keys_are_edited_as_dotted_keys() -> None:
+    document = doc("site.name = 'x'  # the name\n[other]\nk = 1\n")
+    document.set(("site", "name"), "y")
+    document.set(("site", "url"), "https://example.org")
+    assert document.to_text() == (
+        "site.name = 'y'  # the name\nsite.url = \"https://example.org\"\n[other]\nk = 1\n"
+    )
+
+
+def test_tables_under_dotted_keys_are_written_inline() -> None:
+    # A [header] here would capture the plain keys that follow it.
+    document = doc("a.b = 1  # c\n[t]\nx = 1\n")
+    document.set(("model",), "")
+    document.set(("a", "model"), {})
+    document.set(("a", "n"), {"x": {"y": 1}})
+    assert document.to_text() == (
+        'a.b = 1  # c\na.model = {}\na.n = {x = {y = 1}}\nmodel = ""\n[t]\nx = 1\n'
+    )
+    assert load("toml", document.to_text(), origin="x").get(("model",)) == ""
+
+
+def test_inserted_keys_can_be_edited_and_deleted_again() -> None:
+    document = doc()
+    document.set(("sandbox_workspace_write", "extra"), 1)
+    document.set(("sandbox_workspace_write", "extra"), 2)
+    assert document.get(("sandbox_workspace_write", "extra")) == 2
+    document.delete(("sandbox_workspace_write", "extra"))
+    document.set(("mcp_servers", "github", "env"), {"A": "1"})
+    document.delete(("mcp_servers", "github", "env"))
+    assert document.to_text() == CODEX_CONFIG
+
+
+# --- inline tables ---------------------------------------------------------------
+
+
+def test_inline_tables_are_rewritten_in_their_own_style() -> None:
+    document = doc('x = { a = 1, "b c" = {d = 2} } # keep\n')
+    document.set(("x", "b c", "e"), 3)
+    assert document.to_text() == 'x = { a = 1, "b c" = {d = 2, e = 3} } # keep\n'
+    document.set(("x", "n"), {"q": [1, {"r": 1}]})
+    assert (
+        document.to_text()
+        == 'x = { a = 1, "b c" = {d = 2, e = 3}, n = {q = [1, {r = 1}]} } # keep\n'
+    )
+    document.delete(("x", "a"))
+    document.delete(("x", "b c"))
+    document.delete(("x", "n"))
+    assert document.to_text() == "x = {} # keep\n"
+
+
+def test_inline_table_with_booleans_is_merged() -> None:
+    document = doc("x = {a = true, b = 1}  # c\n")
+    document.set(("x",), {"a": True, "b": 2, "d": {}})
+    assert document.to_text() == "x = {a = true, b = 2, d = {}}  # c\n"
+
+
+# --- no-ops ----------------------------------------------------------------------
+
+
+def test_setting_present_values_changes_nothing() -> None:
+    document = doc()
+    for key, value in tomlkit.parse(CODEX_CONFIG).unwrap().items():
+        document.set((key,), value)
+    document.set(("sandbox_workspace_write", "writable_roots"), ("/tmp", "~/scratch"))
+    assert document.to_text() == CODEX_CONFIG
+
+
+def test_same_value_means_same_type() -> None:
+    document = doc("a = 1\nb = 1.0\n")
+    document.set(("a",), 1)
+    document.set(("b",), 1.0)
+    assert document.to_text() == "a = 1\nb = 1.0\n"
+    document.set(("a",), True)
+    document.set(("b",), 1)
+    assert document.to_text() == "a = true\nb = 1\n"
+
+
+# --- new files -------------------------------------------------------------------
+
+
+def test_building_a_file_from_empty() -> None:
+    document = doc("")
+    document.set(("model",), "o3")
+    document.set(("sandbox", "mode"), "read-only")
+    document.set(("mcp_servers", "x", "args"), ["a"])
+    assert document.to_text() == (
+        'model = "o3"\n\n[sandbox]\nmode = "read-only"\n\n[mcp_servers.x]\nargs = ["a"]\n'
+    )
+
+
+def test_file_without_trailing_newline() -> None:
+    document = doc("a = 1")
+    document.set(("t", "x"), 1)
+    assert document.to_text() == "a = 1\n\n[t]\nx = 1\n"
+
+
+# --- errors ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("a = \n", "config.toml:1:5: invalid TOML: Unexpected character"),
+        ("a = 1\na = 2\n", 'config.toml:2:1: invalid TOML: Key "a" already exists'),
+        ("[t\n", "config.toml:1:3: invalid TOML"),
+    ],
+)
+def test_parse_errors_name_origin_line_and_column(text: str, where: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        doc(text)
+    assert str(info.value).startswith(where)
+
+
+def test_values_toml_cannot_hold_are_refused() -> None:
+    document = doc()
+    with pytest.raises(UnsupportedValueError, match="no null"):
+        document.set(("model",), None)
+    with pytest.raises(UnsupportedValueError, match="no null"):
+        document.set(("x",), {"y": [1, None]})
+    with pytest.raises(UnsupportedValueError, match="64-bit"):
+        document.set(("x",), 2**63)
+    assert document.to_text() == CODEX_CONFIG
+
+
+def test_setting_below_a_scalar_is_refused() -> None:
+    with pytest.raises(KeyPathError, match="model holds a string"):
+        doc().set(("model", "name"), "x")
+
+
+# --- properties ------------------------------------------------------------------
+
+FORMAT = "toml"
+
+
+def dump(data: dict[str, Any]) -> str:
+    return tomlkit.dumps(data)
+
+
+_keys = st.text(
+    st.characters(codec="utf-8", categories=["L", "N", "P", "S", "Zs"]), min_size=1, max_size=6
+)
+_scalars = (
+    st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=10)
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.booleans()
+)
+_leaves = _scalars | st.lists(_scalars, max_size=3)
+_docs = st.recursive(
+    st.dictionaries(_keys, _leaves, max_size=4),
+    lambda inner: st.dictionaries(_keys, inner | _leaves, max_size=3),
+    max_leaves=12,
+)
+_settings = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _leaf_paths(data: dict[str, Any], prefix: KeyPath = ()) -> dict[KeyPath, object]:
+    out: dict[KeyPath, object] = {}
+    for key, value in data.items():
+        path = (*prefix, key)
+        if isinstance(value, dict) and value:
+            out.update(_leaf_paths(value, path))
+        else:
+            out[path] = value
+    return out
+
+
+def _all_paths(data: dict[str, Any], prefix: KeyPath = ()) -> list[KeyPath]:
+    out: list[KeyPath] = []
+    for key, value in data.items():
+        out.append((*prefix, key))
+        if isinstance(value, dict):
+            out.extend(_all_paths(value, (*prefix, key)))
+    return out
+
+
+def _blocked(data: dict[str, Any], path: KeyPath) -> bool:
+    node: object = data
+    for segment in path[:-1]:
+        if not isinstance(node, dict) or segment not in node:
+            return False
+        node = node[segment]
+        if not isinstance(node, dict):
+            return True
+    return False
+
+
+@_settings
+@given(data=_docs)
+def test_property_load_dump_round_trip(data: dict[str, Any]) -> None:
+    text = dump(data)
+    document = load(FORMAT, text, origin="prop")
+    assert document.to_text() == text
+    assert same_value(document.keys_flat(), flatten(data))
+    for path, value in _leaf_paths(data).items():
+        document.set(path, value)
+    assert document.to_text() == text
+
+
+@_settings
+@given(data=_docs, draw=st.data())
+def test_property_set_then_get_and_nothing_else_changes(
+    data: dict[str, Any], draw: st.DataObject
+) -> None:
+    text = dump(data)
+    document = load(FORMAT, text, origin="prop")
+    fresh = st.lists(_keys, min_size=1, max_size=3).map(tuple)
+    existing = _all_paths(data)
+    paths = [fresh]
+    if existing:
+        paths += [
+            st.sampled_from(existing),
+            st.tuples(st.sampled_from(existing), fresh).map(lambda pair: pair[0] + pair[1]),
+        ]
+    path: KeyPath = draw.draw(st.one_of(*paths))
+    value = draw.draw(_leaves | st.dictionaries(_keys, _leaves, max_size=2))
+    if _blocked(data, path):
+        with pytest.raises(KeyPathError):
+            document.set(path, value)
+        assert document.to_text() == text
+        return
+    document.set(path, value)
+    assert same_value(document.get(path), value)
+    for other, before in _leaf_paths(data).items():
+        if other[: len(path)] != path and path[: len(other)] != other:
+            assert same_value(document.get(other), before), other
+    reloaded = load(FORMAT, document.to_text(), origin="prop")
+    assert same_value(reloaded.keys_flat(), document.keys_flat())
+
+
+@_settings
+@given(data=_docs, draw=st.data())
+def test_property_delete_removes_only_that_key(data: dict[str, Any], draw: st.DataObject) -> None:
+    existing = _all_paths(data)
+    if not existing:
+        return
+    document = load(FORMAT, dump(data), origin="prop")
+    path = draw.draw(st.sampled_from(existing))
+    document.delete(path)
+    assert document.get(path) is MISSING
+    for other, before in _leaf_paths(data).items():
+        if other[: len(path)] != path:
+            assert same_value(document.get(other), before), other
+    reloaded = load(FORMAT, document.to_text(), origin="prop")
+    assert same_value(reloaded.keys_flat(), document.keys_flat())
