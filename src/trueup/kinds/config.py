@@ -198,7 +198,9 @@ class ConfigKind(Kind):
         try:
             return self._edit(action, resource, fs, path)
         except (KeyPathError, UnsupportedValueError) as exc:
-            raise UsageError(f"resource {resource.id!r}: cannot edit {resource.target}: {exc}") from None
+            raise UsageError(
+                f"resource {resource.id!r}: cannot edit {resource.target}: {exc}"
+            ) from None
 
     def _edit(self, action: Action, resource: Resource, fs: ReadOnlyFS, path: Path) -> str:
         entry = fs.entry(path)
