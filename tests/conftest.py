@@ -51,7 +51,7 @@ class StateFactory:
 # ---------------------------------------------------------------------------
 import os  # noqa: E402
 import secrets  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from urllib.parse import quote  # noqa: E402
 
 POSTGRES_URL = os.environ.get(
@@ -88,19 +88,43 @@ def schema_url(base: str, schema: str) -> str:
 
 
 @pytest.fixture
-def postgres_schema() -> Iterator[str]:
-    """A PostgreSQL URL whose search_path is a new, empty schema ``t_<random>``."""
+def postgres_schemas() -> Iterator[Callable[[], str]]:
+    """Makes PostgreSQL URLs whose search_path is a new, empty schema ``t_<random>``."""
     require_postgres()
     import psycopg
 
-    schema = f"t_{secrets.token_hex(6)}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield schema_url(POSTGRES_URL, schema)
-    finally:
+    made: list[str] = []
+
+    def make() -> str:
+        schema = f"t_{secrets.token_hex(6)}"
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"CREATE SCHEMA {schema}")
+        made.append(schema)
+        return schema_url(POSTGRES_URL, schema)
+
+    yield make
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        for schema in made:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def postgres_schema(postgres_schemas: Callable[[], str]) -> str:
+    """A PostgreSQL URL whose search_path is a new, empty schema (dropped afterwards)."""
+    return postgres_schemas()
+
+
+@pytest.fixture(scope="session")
+def postgres_ddl() -> str:
+    """The migrations as one PostgreSQL script (Alembic offline mode), rendered once.
+
+    Replaying it costs one round trip instead of an Alembic start-up per test;
+    tests/state/test_store_backends.py checks that it builds exactly the schema
+    the online migrations build.
+    """
+    from trueup.state.schema import migration_sql
+
+    return migration_sql("postgresql")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -112,5 +136,9 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path, state_template: Pa
         shutil.copyfile(state_template, path)
         return f"sqlite:///{path}"
     url: str = request.getfixturevalue("postgres_schema")
-    Store.open(url).close()
+    ddl: str = request.getfixturevalue("postgres_ddl")
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(ddl.encode())
     return url

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trueup import kinds
+from trueup import audit, authz, kinds
 from trueup.canonical import digest
 from trueup.declare.profile import Profile, load_profile
 from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
 from trueup.execute.executor import Executor, RunResult, restore_run
-from trueup.execute.gates import acquire, check_fresh, locked_error
+from trueup.execute.gates import Gates, locked_error
 from trueup.execute.rollback import RollbackStore
 from trueup.fs import ReadOnlyFS, WritableFS
 from trueup.kinds.base import ObserveContext
@@ -30,6 +30,8 @@ from trueup.settings import Settings
 from trueup.state.store import ACTIVE, RunInfo, Store
 
 SAVED_PLAN_SCHEMA = "trueup.saved-plan/1"
+# The audit event a refused permission is recorded under.
+_EVENT = {"plan": "plan.computed", "apply": "plan.applied"}
 
 
 @dataclass
@@ -47,9 +49,10 @@ class Prepared:
 
 
 class Engine:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
-        self._store: Store | None = None
+        self._store: Store | None = store
+        self._actor: authz.Actor | None = None
 
     @property
     def store(self) -> Store:
@@ -61,14 +64,38 @@ class Engine:
         if self._store is not None:
             self._store.close()
 
+    @property
+    def actor(self) -> authz.Actor:
+        """Who acts: a token's service, a claimed ``--actor``, else the OS user."""
+        if self._actor is None:
+            claim = self.settings.actor if self.settings.actor != authz.os_user_name() else None
+            token = os.environ.get(authz.TOKEN_ENV)
+            self._actor = authz.resolve_actor(self.store, claim, token)
+        return self._actor
+
+    def gates(self, target: Target, event: str, plan_digest: str | None = None) -> Gates:
+        return Gates(self.store, self.actor, target, event, plan_digest)
+
     # -- plan ---------------------------------------------------------------
-    def prepare(self, path: Path, root: Path, force: Iterable[str] = ()) -> Prepared:
-        """Load, observe and plan; read-only apart from the stat cache."""
+    def prepare(
+        self,
+        path: Path,
+        root: Path,
+        force: Iterable[str] = (),
+        permission: str | None = "plan",
+    ) -> Prepared:
+        """Load, observe and plan; read-only apart from the stat cache.
+
+        ``permission`` is checked once the target is known and before anything
+        is observed, so an unauthorised actor learns nothing about it.
+        """
         root = _checked_root(root)
-        cache = self.store.load_stat_cache([str(root), str(path.resolve().parent)])
+        cache = self.store.load_stat_cache()
         fs = ReadOnlyFS(cache, self.settings.max_file_bytes)
-        profile = load_profile(path, fs)
+        profile = load_profile(path, fs, self.settings.data / "cache" / "profiles")
         target = Target("profile", profile.id, profile.name, str(root))
+        if permission is not None:
+            self.gates(target, _EVENT[permission]).authorize(permission)
         applied = self.store.applied(target.key)
         resources = {r.id: r for r in profile.resources}
         observed = observe_all(
@@ -91,6 +118,23 @@ class Engine:
         self.store.replace_drift(target.key, drift_items(plan))
         return Prepared(profile, target, root, resources, applied, observed, plan, fs)
 
+    def plan(self, path: Path, root: Path, force: Iterable[str] = ()) -> Prepared:
+        """A plan for a person to review; computing it is audited."""
+        prepared = self.prepare(path, root, force)
+        audit.record(
+            self.store,
+            "plan.computed",
+            "success",
+            self.actor,
+            prepared.target,
+            plan_digest=prepared.plan.digest,
+        )
+        return prepared
+
+    def check_fresh(self, expected: Plan, prepared: Prepared) -> None:
+        """Refuse (and audit) a saved plan that live state has moved away from."""
+        self.gates(prepared.target, "plan.applied", expected.digest).fresh(expected, prepared.plan)
+
     @staticmethod
     def preview(prepared: Prepared, action: Action) -> str:
         """The diff a person reviews before applying ``action`` (read-only)."""
@@ -106,26 +150,58 @@ class Engine:
         prepared: Prepared,
         expected: Plan | None = None,
         progress: Callable[[int], None] | None = None,
+        confirmation: str | None = None,
     ) -> RunResult | None:
-        """Run the plan under the lock; ``None`` when there is nothing to do."""
+        """Run the plan behind the gates; ``None`` when there is nothing to do.
+
+        Gates in order (execute/gates.py): authorization, staleness, typed
+        confirmation of destroying steps, the lock. Refusals and the result
+        are audited as ``plan.applied``.
+        """
         plan = prepared.plan
+        gates = self.gates(prepared.target, "plan.applied", plan.digest)
+        gates.authorize("apply")
         if expected is not None:
-            check_fresh(expected, plan)
+            gates.fresh(expected, plan)
+        gates.confirm(plan.actions, confirmation)
         holder = self.store.holder(prepared.target.key)
         if holder is not None:
-            raise locked_error(holder, prepared.target)
+            raise gates.refuse(locked_error(holder, prepared.target))
         if not any(a.type is not ActionType.NO_OP for a in plan.actions):
+            self._audit_applied(prepared.target, plan.digest, None)
             return None
-        run = acquire(self.store, prepared.target, plan, self.settings.actor)
+        run = gates.lock(plan)
         reach("run-started")
         try:
-            fresh = self.prepare(Path(plan.source), prepared.root, plan.force)
-            check_fresh(plan, fresh.plan)
+            fresh = self.prepare(Path(plan.source), prepared.root, plan.force, permission=None)
+            gates.fresh(plan, fresh.plan)
         except BaseException:
             self.store.set_run_status(run.id, "refused", "refused", "plan went stale")
             raise
         self.store.record_revision(prepared.profile.id, prepared.profile.digest)
-        return self._execute(run, fresh, 0, progress)
+        result = self._execute(run, fresh, 0, progress)
+        self._audit_applied(prepared.target, plan.digest, result)
+        return result
+
+    def _audit_applied(
+        self,
+        target: Target,
+        plan_digest: str,
+        result: RunResult | None,
+        event: str = "plan.applied",
+    ) -> None:
+        failed = result is not None and result.outcome in (Outcome.FAILED, Outcome.INTERRUPTED)
+        audit.record(
+            self.store,
+            event,
+            "failed" if failed else "success",
+            self.actor,
+            target,
+            reason=(result.message or result.outcome.value) if failed and result else None,
+            plan_digest=plan_digest,
+            run_id=result.run_id if result else None,
+            detail={"outcome": result.outcome.value if result else "nothing to change"},
+        )
 
     def _execute(
         self,
@@ -181,6 +257,29 @@ class Engine:
     ) -> RunResult:
         """Restore what was in flight, then redo the rest of the run and verify it."""
         run = self.find_run(run_id)
+        if run.target.kind == "org" and not run.job:
+            from trueup.org.engine import OrgEngine
+
+            org = OrgEngine(self.settings, self)
+            try:
+                return org.recover(run).run_result()
+            finally:
+                org.close_services()
+        if run.job:
+            raise UsageError(
+                f"run {run.id} is a queued job: workers resume it from its checkpoint",
+                hint=f"trueup jobs resume {run.id}   (or: trueup abandon {run.id})",
+            )
+        gates = self.gates(run.target, "run.recovered", run.plan_digest)
+        gates.authorize("apply")
+        try:
+            result = self._recover(run, progress)
+        except ConflictError as exc:  # its holder is still alive: refused, and recorded
+            raise gates.refuse(exc) from None
+        self._audit_applied(run.target, run.plan_digest or "", result, "run.recovered")
+        return result
+
+    def _recover(self, run: RunInfo, progress: Callable[[int], None] | None) -> RunResult:
         self._take(run)
         rollback = self.rollback_for(run)
         fs = WritableFS(max_file_bytes=self.settings.max_file_bytes, tag=run.id)
@@ -208,13 +307,27 @@ class Engine:
     def abandon(self, run_id: str | None) -> RunInfo:
         """Release an unfinished run's lock, leaving targets exactly as they are."""
         run = self.find_run(run_id)
-        self._take(run)
+        gates = self.gates(run.target, "run.abandoned", run.plan_digest)
+        gates.authorize("apply")
+        try:
+            self._take(run)
+        except ConflictError as exc:
+            raise gates.refuse(exc) from None
         rollback = self.rollback_for(run)
         rollback.sweep_temp_files()
         self.store.set_run_status(
-            run.id, "abandoned", "abandoned", "abandoned by " + self.settings.actor
+            run.id, "abandoned", "abandoned", "abandoned by " + self.actor.key
         )
         rollback.discard()
+        audit.record(
+            self.store,
+            "run.abandoned",
+            "success",
+            self.actor,
+            run.target,
+            plan_digest=run.plan_digest,
+            run_id=run.id,
+        )
         found = self.store.run(run.id)
         assert found is not None
         return found
@@ -248,9 +361,12 @@ def is_saved_plan(path: Path) -> bool:
     try:
         with open(path, "rb") as handle:
             head = handle.read(4096)
+            # Keys are sorted, so "schema" comes last in a saved plan: look at the end too.
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 4096))
+            tail = handle.read(4096)
     except OSError:
         return False
-    return SAVED_PLAN_SCHEMA.encode() in head
+    return SAVED_PLAN_SCHEMA.encode() in head or SAVED_PLAN_SCHEMA.encode() in tail
 
 
 def observe_all(resources: Iterable[Resource], ctx: ObserveContext) -> dict[str, Observed]:

@@ -56,8 +56,17 @@ def main(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    actor: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--actor",
+            help="Act as this service identity (service:NAME), e.g. in CI; default: your OS user.",
+        ),
+    ] = None,
 ) -> None:
     """trueup keeps machines and SaaS orgs exactly as declared."""
+    if actor:
+        os.environ["TRUEUP_ACTOR"] = actor
 
 
 def _engine(state: str | None, max_file_bytes: int | None = None) -> Any:
@@ -108,7 +117,7 @@ def plan(
         from trueup.model import outcome_of
 
         engine = _engine(state, max_file_bytes)
-        prepared = engine.prepare(file, _root(root), overwrite or ())
+        prepared = engine.plan(file, _root(root), overwrite or ())
         the_plan = prepared.plan
         if out_file is not None:
             engine.save_plan(the_plan, out_file)
@@ -141,6 +150,16 @@ def apply(
         bool, typer.Option("--no-input", help="Never prompt (for timers and CI); implies --yes.")
     ] = False,
     overwrite: OverwriteOpt = None,
+    confirm: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--confirm",
+            help="The target's name, typed exactly: needed for steps that destroy or migrate data.",
+        ),
+    ] = None,
+    queue: Annotated[
+        bool, typer.Option("--queue", help="Queue the apply for a worker (trueup worker).")
+    ] = False,
     state: StateOpt = None,
     max_file_bytes: MaxBytesOpt = None,
     json_out: JsonOpt = False,
@@ -151,7 +170,7 @@ def apply(
     def body() -> int:
         from trueup.cli.render import render_plan, render_result
         from trueup.engine import is_saved_plan
-        from trueup.execute.gates import check_fresh
+        from trueup.execute.gates import needs_confirmation
         from trueup.model import outcome_of
 
         engine = _engine(state, max_file_bytes)
@@ -160,10 +179,12 @@ def apply(
             plan_root = Path(expected.target.location)
             if root is not None and root.resolve() != plan_root:
                 raise UsageError(f"the saved plan is for root {plan_root}, not {root}")
-            prepared = engine.prepare(Path(expected.source), plan_root, expected.force)
-            check_fresh(expected, prepared.plan)
+            prepared = engine.prepare(
+                Path(expected.source), plan_root, expected.force, permission="apply"
+            )
+            engine.check_fresh(expected, prepared)
         else:
-            prepared = engine.prepare(file, _root(root), overwrite or ())
+            prepared = engine.prepare(file, _root(root), overwrite or (), permission="apply")
             expected = prepared.plan
         if not json_out:
             render_plan(out.console, expected, lambda a: engine.preview(prepared, a))
@@ -180,7 +201,26 @@ def apply(
             else:
                 out.print(f"nothing to change: {outcome.value}")
             return int(outcome.exit_code)
-        if not (yes or no_input):
+        typed = confirm
+        risky = needs_confirmation(expected.actions)
+        if risky and typed is None and not no_input and sys.stdin.isatty():
+            typed = typer.prompt(
+                f"This plan destroys or migrates data. Type the target's name "
+                f"({expected.target.name}) to confirm",
+                default="",
+                show_default=False,
+            )
+        if queue:
+            from trueup.execute.queued_apply import enqueue_apply
+
+            run_id = enqueue_apply(engine, prepared, typed)
+            message = f"queued as run {run_id}; a worker applies it (trueup worker)"
+            if json_out:
+                out.envelope("queued", 0, message, {"plan": _plan_json(expected), "run": run_id})
+            else:
+                out.print(message)
+            return int(ExitCode.OK)
+        if not (yes or no_input or typed is not None):
             if not sys.stdin.isatty():
                 raise UsageError(
                     "refusing to apply without confirmation: no terminal to ask on",
@@ -189,7 +229,7 @@ def apply(
             if not typer.confirm(f"Apply {len(expected.changes)} change(s)?", default=False):
                 out.print("nothing was changed")
                 return int(ExitCode.OK)
-        result = _apply_with_progress(out, engine, prepared, expected)
+        result = _apply_with_progress(out, engine, prepared, expected, typed)
         if json_out:
             data = {"plan": _plan_json(expected), "run": result.to_json() if result else None}
             out.envelope(result.outcome.value, result.outcome.exit_code, result.message, data)
@@ -200,15 +240,19 @@ def apply(
     _run(out, body)
 
 
-def _apply_with_progress(out: Output, engine: Any, prepared: Any, expected: Any) -> Any:
+def _apply_with_progress(
+    out: Output, engine: Any, prepared: Any, expected: Any, typed: str | None
+) -> Any:
     total = len(expected.changes)
     if out.json_mode or total <= 40 or not out.console.is_terminal:
-        return engine.apply(prepared, expected)
+        return engine.apply(prepared, expected, confirmation=typed)
     from rich.progress import Progress
 
     with Progress(console=out.console, transient=True) as progress:
         task = progress.add_task("applying", total=total)
-        return engine.apply(prepared, expected, lambda n: progress.advance(task, n))
+        return engine.apply(
+            prepared, expected, lambda n: progress.advance(task, n), confirmation=typed
+        )
 
 
 @app.command()
@@ -282,7 +326,7 @@ def abandon(
 
 @app.command()
 def schema(
-    what: Annotated[str, typer.Argument(help="Which schema: profile.")] = "profile",
+    what: Annotated[str, typer.Argument(help="Which schema: profile or org.")] = "profile",
 ) -> None:
     """Print the JSON Schema of a declaration file."""
     out = Output("schema")
@@ -299,15 +343,31 @@ def schema(
 
 
 @state_app.command("migrate")
-def state_migrate(state: StateOpt = None, json_out: JsonOpt = False) -> None:
+def state_migrate(
+    state: StateOpt = None,
+    sql: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--sql",
+            metavar="DIALECT",
+            help="Print the DDL (sqlite or postgresql) for a DBA instead of running it.",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Upgrade the state store's schema to what this trueup needs."""
     out = Output("state migrate", json_out)
 
     def body() -> int:
         from trueup.settings import Settings
         from trueup.state.db import redact_url
-        from trueup.state.schema import migrate
+        from trueup.state.schema import migrate, migration_sql
 
+        if sql is not None:
+            if sql not in ("sqlite", "postgresql"):
+                raise UsageError(f"--sql takes sqlite or postgresql, not {sql!r}")
+            sys.stdout.write(migration_sql(sql))
+            return 0
         url = Settings.from_env(state=state).state_url
         revision = migrate(url)
         message = f"{redact_url(url)} is at schema {revision}"
@@ -322,3 +382,19 @@ def state_migrate(state: StateOpt = None, json_out: JsonOpt = False) -> None:
 
 def run() -> None:
     app()
+
+
+# Shared state for teams: the audit log, grants and tokens, the job queue.
+from trueup.cli import audit_commands, grant_commands, job_commands  # noqa: E402
+
+app.add_typer(audit_commands.app, name="audit")
+app.add_typer(grant_commands.grant_app, name="grant")
+app.add_typer(grant_commands.token_app, name="token")
+app.add_typer(job_commands.jobs_app, name="jobs")
+app.command("worker")(job_commands.worker)
+
+# Orgs across SaaS providers, and the fake providers to try them against.
+from trueup.cli import fakes, org  # noqa: E402
+
+app.add_typer(org.org_app, name="org")
+app.add_typer(fakes.fakes_app, name="fakes")

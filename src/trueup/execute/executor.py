@@ -9,6 +9,11 @@ Work is done in batches: the material of a batch is flushed once, its journal
 rows move to ``running`` in one transaction, its writes are committed with one
 file-system sync, and its results are recorded in one transaction. Every
 guarantee holds per action, only the durability barriers are shared.
+
+Remote kinds (``restorable = False``) have nothing to restore from: each of
+their actions runs alone, journaled ``running`` before its call, and what the
+provider returned is recorded right after it; on failure the completed ones
+stay, the failing one is marked failed, and applying again resumes.
 """
 
 from __future__ import annotations
@@ -40,7 +45,6 @@ from trueup.model import (
 )
 from trueup.redact import redact_message
 from trueup.state.store import RunInfo, Store, now
-
 
 
 class Interrupted(Exception):
@@ -115,6 +119,8 @@ class Executor:
         root: Path,
         progress: Callable[[int], None] | None = None,
         batch_size: int = 256,
+        finish_run: bool = True,
+        services: Mapping[str, Any] | None = None,
     ) -> None:
         self.batch_size = batch_size
         self.store = store
@@ -123,11 +129,16 @@ class Executor:
         self.applied = applied
         self.fs = fs
         self.rollback = rollback
-        self.ctx = ApplyContext(root=root, fs=fs)
-        self.read_ctx = ObserveContext(root=root, fs=fs)
+        self.ctx = ApplyContext(root=root, fs=fs, services=services or {})
+        self.read_ctx = ObserveContext(root=root, fs=fs, services=services or {})
         self.progress = progress
+        # A queued job's run outlives this plan: the job runner finishes it.
+        self.finish_run = finish_run
         self.results: list[ActionResult] = []
         self._in_flight: list[tuple[int, str]] = []
+        # Remote kinds: what each call returned, and the actions now in flight.
+        self._learned: dict[int, dict[str, Any]] = {}
+        self._current: list[tuple[int, Action]] = []
 
     def execute(self, plan: Plan, first_seq: int = 0) -> RunResult:
         journaled = [a for a in plan.actions if a.type is not ActionType.NO_OP]
@@ -143,24 +154,63 @@ class Executor:
         self.results = [ActionResult(s, a, "skipped", message=a.summary) for s, a in skipped]
         try:
             with signals_interrupt():
-                for start in range(0, len(pending), self.batch_size):
-                    self._batch(pending[start : start + self.batch_size])
+                for batch in self._batches(pending):
+                    self._batch(batch)
         except (Interrupted, KeyboardInterrupt):
+            remote = self._fail_remote("interrupted")
             self._restore_in_flight()
             return self._finish(
-                Outcome.INTERRUPTED, "interrupted: the action in flight was restored"
+                Outcome.INTERRUPTED,
+                "interrupted: the remote call in flight may have happened; apply again to resume"
+                if remote
+                else "interrupted: the action in flight was restored",
             )
         except Exception as exc:
             message = (
                 exc.message if isinstance(exc, TrueupError) else f"{type(exc).__name__}: {exc}"
             )
+            self._fail_remote(redact_message(message))
             self._restore_all()
+            kept = any(
+                r.status in ("succeeded", "failed") and not kinds.get(r.action.kind).restorable
+                for r in self.results
+            )
             return self._finish(
-                Outcome.FAILED, f"{redact_message(message)}; every change of this run was restored"
+                Outcome.FAILED,
+                f"{redact_message(message)}; "
+                + (
+                    "remote changes are kept (a provider API has no rollback) and local "
+                    "ones were restored: fix the cause and apply again to resume"
+                    if kept
+                    else "every change of this run was restored"
+                ),
             )
         return self._finish(outcome_of(plan.actions), "")
 
     # -- one batch ----------------------------------------------------------
+    def _batches(
+        self, pending: Sequence[tuple[int, Action]]
+    ) -> Iterator[Sequence[tuple[int, Action]]]:
+        """Local actions in batches; a remote (non-restorable) action always alone.
+
+        Alone, a remote action is journaled ``running`` right before its call,
+        and what the call returned is recorded right after it.
+        """
+        batch: list[tuple[int, Action]] = []
+        for item in pending:
+            if kinds.get(item[1].kind).restorable:
+                batch.append(item)
+                if len(batch) >= self.batch_size:
+                    yield batch
+                    batch = []
+                continue
+            if batch:
+                yield batch
+                batch = []
+            yield [item]
+        if batch:
+            yield batch
+
     def _batch(self, batch: Sequence[tuple[int, Action]]) -> None:
         captures = [
             Capture(
@@ -169,17 +219,21 @@ class Executor:
                 self._applied_json(action.resource_id),
             )
             for seq, action in batch
+            if kinds.get(action.kind).restorable
         ]
-        refs = self.rollback.capture(captures, self.fs)
+        refs = self.rollback.capture(captures, self.fs) if captures else {}
         reach("rollback-flushed")
         with self.store.db.transaction():
             self.store.set_action_status(
-                self.run.id, [(seq, "running", refs[seq], None, None) for seq, _ in batch]
+                self.run.id, [(seq, "running", refs.get(seq), None, None) for seq, _ in batch]
             )
-        self._in_flight = [(seq, refs[seq]) for seq, _ in batch]
+        self._in_flight = [(seq, refs[seq]) for seq, _ in batch if seq in refs]
+        self._current = list(batch)
         reach("journal-running")
-        for _, action in batch:
-            kinds.get(action.kind).apply(action, self._resource(action), self.ctx)
+        for seq, action in batch:
+            learned = kinds.get(action.kind).apply(action, self._resource(action), self.ctx)
+            if learned is not None:
+                self._checkpoint(seq, action, learned)
         self.fs.commit()
         reach("mutated")
         done: list[tuple[int, Action, Evidence]] = []
@@ -196,6 +250,7 @@ class Executor:
             done.append((seq, action, evidence))
         self._record(done)
         self._in_flight = []
+        self._current = []
         reach("journal-succeeded")
         if self.progress:
             self.progress(len(batch))
@@ -204,9 +259,11 @@ class Executor:
         keep: list[Applied] = []
         forget: list[str] = []
         stamp = now()
-        for _, action, evidence in done:
+        for seq, action, evidence in done:
             resource = self._resource(action)
             detail = kinds.get(action.kind).record(action, resource)
+            if detail is not None and seq in self._learned:
+                detail = {**detail, **self._learned[seq]}
             if detail is None:
                 forget.append(action.resource_id)
             else:
@@ -227,6 +284,37 @@ class Executor:
                 [(seq, "succeeded", None, ev.to_json(), None) for seq, _, ev in done],
             )
         self.results.extend(ActionResult(seq, a, "succeeded", ev) for seq, a, ev in done)
+
+    def _checkpoint(self, seq: int, action: Action, learned: Mapping[str, Any]) -> None:
+        """Record what a remote call returned (its ids) at once, before verifying.
+
+        A crash after the call must not lose the id of what it created; the
+        record has no digest yet, so the next plan compares, never drifts.
+        """
+        reach("remote-returned")
+        self._learned[seq] = dict(learned)
+        record = Applied(
+            self._resource(action), None, dict(learned), self.run.plan_digest or "", now()
+        )
+        with self.store.db.transaction():
+            self.store.put_applied(self.run.target.key, [record])
+
+    def _fail_remote(self, message: str) -> bool:
+        """Mark remote actions in flight failed (nothing restores them); any?"""
+        remote = [(s, a) for s, a in self._current if not kinds.get(a.kind).restorable]
+        if remote:
+            with self.store.db.transaction():
+                self.store.set_action_status(
+                    self.run.id, [(seq, "failed", None, None, message) for seq, _ in remote]
+                )
+            seen = {r.seq for r in self.results}
+            self.results.extend(
+                ActionResult(seq, a, "failed", message=message)
+                for seq, a in remote
+                if seq not in seen
+            )
+        self._current = []
+        return bool(remote)
 
     # -- undo ---------------------------------------------------------------
     def _restore_in_flight(self) -> None:
@@ -253,7 +341,10 @@ class Executor:
     def _finish(self, outcome: Outcome, message: str) -> RunResult:
         reach("run-finishing")
         status = "interrupted" if outcome is Outcome.INTERRUPTED else "finished"
-        self.store.set_run_status(self.run.id, status, outcome.value, message)
+        if self.finish_run:
+            self.store.set_run_status(self.run.id, status, outcome.value, message)
+        else:
+            self.store.event(self.run.id, "run.executed", {"outcome": outcome.value})
         if outcome is not Outcome.INTERRUPTED:
             self.rollback.discard()
         self.results.sort(key=lambda r: r.seq)

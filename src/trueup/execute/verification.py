@@ -24,9 +24,7 @@ def verify_command(resource: Resource, root: Path) -> Evidence | None:
         return None
     timeout = int(spec.get("timeout", DEFAULT_TIMEOUT))
     try:
-        done = subprocess.run(
-            command, cwd=root, capture_output=True, timeout=timeout, check=False
-        )
+        done = subprocess.run(command, cwd=root, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return Evidence("failed", "command", message=f"verification timed out after {timeout}s")
     except OSError as exc:

@@ -25,8 +25,16 @@ Params = Mapping[str, Any]
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
+PRIMARY_KEY = "primary key"
+
+
 class UniqueViolation(Exception):
-    """An INSERT hit a unique constraint; ``constraint`` names it when known."""
+    """An INSERT hit a unique constraint; ``constraint`` names it when known.
+
+    PostgreSQL names the constraint (SQLSTATE 23505 carries it); SQLite only
+    says whether it was a primary key (``PRIMARY_KEY``) or another unique
+    index (``None``), by its extended result code, never by message text.
+    """
 
     def __init__(self, constraint: str | None) -> None:
         super().__init__(constraint or "unique constraint")
@@ -137,21 +145,33 @@ class Database:
             self._depth = 0
 
     def table_exists(self, name: str) -> bool:
+        """Whether ``name`` exists where unqualified queries look (PostgreSQL: search_path)."""
         if self.dialect == "sqlite":
             sql = "SELECT 1 FROM sqlite_master WHERE type='table' AND name=:name"
         else:
-            sql = "SELECT 1 FROM information_schema.tables WHERE table_name=:name"
+            sql = "SELECT 1 FROM pg_catalog.pg_class WHERE oid = to_regclass(:name)"
         return self.one(sql, {"name": name}) is not None
+
+    @property
+    def epoch_sql(self) -> str:
+        """SQL for the database's clock in epoch seconds.
+
+        Leases compare against the database's clock, never a worker's, so
+        workers on hosts with skewed clocks still agree on when a lease ends.
+        """
+        if self.dialect == "sqlite":
+            return "((julianday('now') - 2440587.5) * 86400.0)"
+        return "CAST(extract(epoch FROM clock_timestamp()) AS double precision)"
 
 
 def _raise_unique(exc: Exception) -> None:
     """Translate a driver's unique violation by its code, never its message."""
     if isinstance(exc, sqlite3.IntegrityError):
-        if getattr(exc, "sqlite_errorname", "") in (
-            "SQLITE_CONSTRAINT_UNIQUE",
-            "SQLITE_CONSTRAINT_PRIMARYKEY",
-        ):
+        name = getattr(exc, "sqlite_errorname", "")
+        if name == "SQLITE_CONSTRAINT_UNIQUE":
             raise UniqueViolation(None) from exc
+        if name == "SQLITE_CONSTRAINT_PRIMARYKEY":
+            raise UniqueViolation(PRIMARY_KEY) from exc
         return
     if getattr(exc, "sqlstate", None) == "23505":
         diag = getattr(exc, "diag", None)

@@ -14,8 +14,8 @@ from typing import Any
 from trueup.errors import UsageError
 from trueup.state.db import Database, redact_url, sqlalchemy_url, sqlite_path
 
-HEAD = "0001"
-KNOWN = ("0001",)
+HEAD = "0003"
+KNOWN = ("0001", "0002", "0003")
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -55,6 +55,25 @@ def migrate(url: str, revision: str = "head") -> str:
     with _sqlite_migration_lock(url):
         _upgrade(engine, revision)
     return revision if revision != "head" else HEAD
+
+
+def migration_sql(dialect: str, start: str | None = None, revision: str = "head") -> str:
+    """The DDL of the migrations as a script (Alembic offline mode), changing nothing.
+
+    For a DBA who applies schema changes by hand, with trueup's own role kept
+    to reading and writing rows.
+    """
+    import io
+
+    from alembic import command
+    from alembic.config import Config
+
+    buffer = io.StringIO()
+    config = Config(output_buffer=buffer)
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["dialect"] = dialect
+    command.upgrade(config, f"{start}:{revision}" if start else revision, sql=True)
+    return buffer.getvalue()
 
 
 def _upgrade(engine: Any, revision: str) -> None:

@@ -1,0 +1,114 @@
+"""``trueup audit list|verify``: read the audit log, and prove it was not rewritten.
+
+Verification failure exits 7 (the same code as a failed verification of an
+apply): the log is not what was written.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from trueup.cli.main import JsonOpt, StateOpt, _engine, _run
+from trueup.cli.output import Output
+from trueup.errors import ApplyFailedError, ExitCode, UsageError
+
+app: typer.Typer = typer.Typer(
+    help="The audit log: who planned and applied what.", no_args_is_help=True
+)
+
+
+@app.command("list")
+def audit_list(
+    target: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at runtime
+        typer.Option("--target", help="A target key, a glob over keys, or a target id."),
+    ] = None,
+    event: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--event", help="Only events starting with this, e.g. plan.applied."),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many rows.")] = 50,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The newest entries first."""
+    out = Output("audit list", json_out)
+
+    def body() -> int:
+        from trueup import audit, authz
+
+        engine = _engine(state)
+        rows = audit.entries(engine.store, target, event, limit)
+        visible = [
+            r for r in rows if authz.allowed(engine.store, engine.actor, "plan", r.target_key)
+        ]
+        if json_out:
+            out.envelope("ok", 0, f"{len(visible)} entries", [r.to_json() for r in visible])
+            return 0
+        if not visible:
+            out.print("no audit entries")
+            return 0
+        from rich.markup import escape
+
+        style = {"success": "green", "refused": "yellow", "failed": "red"}
+        for r in visible:
+            who = f"{'user' if r.actor['type'] == 'human' else 'service'}:{r.actor['id']}"
+            why = f"  [dim]{escape(r.reason)}[/]" if r.reason else ""
+            out.print(
+                f"{r.seq:>6}  {r.at[:19].replace('T', ' ')}  {r.event:<14} "
+                f"[{style.get(r.outcome, '')}]{r.outcome:<8}[/] {escape(who)}  "
+                f"{escape(r.target_key)}{why}"
+            )
+        return 0
+
+    _run(out, body)
+
+
+@app.command("verify")
+def audit_verify(
+    anchor: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--anchor",
+            help="SEQ:HASH printed by an earlier verify and kept elsewhere: catches truncation.",
+        ),
+    ] = None,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Walk the whole hash chain; exit 7 if any row was edited, deleted or reordered."""
+    out = Output("audit verify", json_out)
+
+    def body() -> int:
+        from trueup import audit, authz
+
+        engine = _engine(state)
+        authz.require_admin(engine.store, engine.actor)
+        pinned = _anchor(anchor) if anchor else None
+        report = audit.verify(engine.store, pinned)
+        head = f"{report.head_seq}:{report.head}"
+        if not report.ok:
+            error = ApplyFailedError(
+                f"the audit log was tampered with: {'; '.join(report.problems[:10])}",
+                hint="restore the audit table from a backup and find out who had write access",
+                data=report.to_json(),
+            )
+            return out.error(error)
+        message = f"audit log intact: {report.rows} entries; head {head}"
+        if json_out:
+            out.envelope("ok", ExitCode.OK, message, report.to_json())
+        else:
+            out.print(message)
+            out.print("keep the head somewhere else and pass it back with --anchor")
+        return 0
+
+    _run(out, body)
+
+
+def _anchor(text: str) -> tuple[int, str]:
+    seq, sep, digest = text.partition(":")
+    if not sep or not seq.isdigit() or len(digest) != 64:
+        raise UsageError(f"--anchor wants SEQ:HASH (as verify prints it), not {text!r}")
+    return int(seq), digest

@@ -1,0 +1,58 @@
+"""``trueup fakes serve``: the fake provider servers, for trying orgs without accounts.
+
+It serves the same fakes the tests use (`trueup.testing.servers`) and prints
+shell exports that point trueup at them. The fake tokens are not secrets.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+fakes_app: typer.Typer = typer.Typer(
+    help="Fake Cloudflare, Coolify and ZITADEL servers.", no_args_is_help=True
+)
+
+
+@fakes_app.command("serve")
+def serve(
+    state_dir: Annotated[
+        Optional[Path],  # noqa: UP045 - typer reads the annotation at runtime
+        typer.Option("--state-dir", help="Keep the fakes' state in JSON files here."),
+    ] = None,
+    port_base: Annotated[
+        int, typer.Option("--port-base", help="Cloudflare on N, Coolify N+1, ZITADEL N+2.")
+    ] = 0,
+    zone: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--zone", help="Seed a Cloudflare zone (repeatable)."),
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+) -> None:
+    """Serve all three fakes until Ctrl-C; print `export` lines for TRUEUP_* variables."""
+    from trueup.testing.servers import FakeProviders, _shutdown_signals
+
+    fakes = FakeProviders(state_dir=state_dir, host=host, port_base=port_base)
+    with _shutdown_signals() as wait_for_signal, fakes:
+        for name in zone or []:
+            fakes.cloudflare.add_zone(name)
+        exports = {
+            "TRUEUP_CLOUDFLARE_URL": fakes.cloudflare_url,
+            "TRUEUP_CLOUDFLARE_TOKEN": fakes.tokens.cloudflare,
+            "TRUEUP_CLOUDFLARE_ACCOUNT": fakes.cloudflare.account_id,
+            "TRUEUP_COOLIFY_URL": fakes.coolify_url,
+            "TRUEUP_COOLIFY_TOKEN": fakes.tokens.coolify,
+            "TRUEUP_ZITADEL_URL": fakes.zitadel_url,
+            "TRUEUP_ZITADEL_TOKEN": fakes.tokens.zitadel,
+        }
+        for name, value in exports.items():
+            sys.stdout.write(f"export {name}={shlex.quote(value)}\n")
+        for provider in ("cloudflare", "coolify", "zitadel"):
+            sys.stdout.write(f"# {provider} control: {fakes.origin(provider)}/_fake\n")
+        sys.stdout.write("# serving; stop with Ctrl-C\n")
+        sys.stdout.flush()
+        wait_for_signal()

@@ -1,0 +1,171 @@
+"""``trueup worker`` and ``trueup jobs``: the shared queue of applies."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from trueup.cli.main import JsonOpt, StateOpt, _engine, _run
+from trueup.cli.output import Output
+
+jobs_app: typer.Typer = typer.Typer(
+    help="Queued applies: list them, resume a failed one.", no_args_is_help=True
+)
+
+
+def worker(
+    lease: Annotated[
+        float, typer.Option("--lease", min=1.0, help="Seconds a claimed job stays ours unrenewed.")
+    ] = 30.0,
+    poll: Annotated[
+        float, typer.Option("--poll", min=0.01, help="Seconds between looks at an empty queue.")
+    ] = 1.0,
+    drain: Annotated[
+        bool, typer.Option("--drain", help="Exit once the queue is empty (batch and CI).")
+    ] = False,
+    max_jobs: Annotated[
+        Optional[int],  # noqa: UP045 - typer reads the annotation at runtime
+        typer.Option("--max-jobs", min=1, help="Exit after this many jobs."),
+    ] = None,
+    imports: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--import", help="Import this module for more step handlers (repeatable)."),
+    ] = None,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run queued applies until stopped; start one or more per host, on any number of hosts."""
+    out = Output("worker", json_out)
+
+    def body() -> int:
+        import threading
+
+        from trueup.execute.runner import load_handlers
+        from trueup.execute.worker import Worker, stop_on_signals
+
+        load_handlers(imports or ())
+        engine = _engine(state)
+        stop = threading.Event()
+        runner = Worker(engine.store, engine.actor, lease_seconds=lease, poll_seconds=poll)
+        try:
+            with stop_on_signals(stop):
+                stats = runner.work(stop, drain=drain, max_jobs=max_jobs)
+        finally:
+            runner.close()
+        message = (
+            f"{stats.succeeded} succeeded, {stats.failed} failed, {stats.aborted} stopped, "
+            f"{stats.lost} taken over"
+        )
+        if json_out:
+            out.envelope("ok", 0, message, stats.to_json())
+        else:
+            out.print(message)
+        return 0
+
+    _run(out, body)
+
+
+@jobs_app.command("list")
+def jobs_list(
+    status: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--status", help="queued, running, failed, succeeded, abandoned."),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Jobs, newest first, with their progress and failure."""
+    out = Output("jobs list", json_out)
+
+    def body() -> int:
+        from trueup import authz
+        from trueup.state.jobs import JobStore
+
+        engine = _engine(state)
+        jobs = [
+            j
+            for j in JobStore(engine.store).jobs(status or (), limit)
+            if authz.allowed(engine.store, engine.actor, "plan", j.run.target.key)
+        ]
+        rows = [
+            {
+                **j.run.to_json(),
+                "steps": [s["id"] for s in j.steps],
+                "checkpointed": sorted(j.checkpoints),
+                "failure": j.failure,
+                "attempts": j.attempts,
+            }
+            for j in jobs
+        ]
+        if json_out:
+            out.envelope("ok", 0, f"{len(rows)} jobs", rows)
+            return 0
+        if not rows:
+            out.print("no jobs")
+        for row in rows:
+            done = f"{len(row['checkpointed'])}/{len(row['steps'])} steps"
+            failure = row["failure"]
+            why = f"  failed at {failure['step']}: {failure['message']}" if failure else ""
+            out.print(f"{row['id']}  {row['status']:<9}  {done}  {row['target']['name']}{why}")
+        return 0
+
+    _run(out, body)
+
+
+@jobs_app.command("resume")
+def jobs_resume(
+    run_id: Annotated[str, typer.Argument(help="The failed (or stalled) job.")],
+    here: Annotated[
+        bool, typer.Option("--here", help="Run it in this process now instead of re-queueing.")
+    ] = False,
+    imports: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--import", help="Import this module for more step handlers (repeatable)."),
+    ] = None,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Resume a job from its last checkpoint (its recorded failure is cleared)."""
+    out = Output("jobs resume", json_out)
+
+    def body() -> int:
+        from trueup.errors import UsageError
+        from trueup.execute.runner import Runner, load_handlers
+        from trueup.state.jobs import JobStore
+
+        engine = _engine(state)
+        job = JobStore(engine.store).job(run_id)
+        if job is None:
+            raise UsageError(f"no job {run_id!r}")
+        engine.gates(job.run.target, "plan.applied", job.run.plan_digest).authorize("apply")
+        if not here:
+            if not JobStore(engine.store).requeue(run_id):
+                raise UsageError(
+                    f"run {run_id} is {job.run.status}; only a failed job is re-queued",
+                    hint="a running job with a dead worker is taken over by any worker; "
+                    "or use --here",
+                )
+            message = f"run {run_id} queued again; a worker resumes it from its checkpoint"
+            if json_out:
+                out.envelope("queued", 0, message, {"run": run_id})
+            else:
+                out.print(message)
+            return 0
+        load_handlers(imports or ())
+        from trueup.execute.runner import Step
+
+        runner = Runner(engine.store)
+        try:
+            result = runner.run_steps(run_id, [Step.from_json(s) for s in job.steps])
+        finally:
+            runner.close()
+        message = f"run {run_id} {result.status}"
+        if json_out:
+            out.envelope(result.status, 0, message, result.to_json())
+        else:
+            out.print(message)
+        return 0
+
+    _run(out, body)

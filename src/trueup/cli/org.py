@@ -1,0 +1,181 @@
+"""``trueup org``: plan, apply and status of an org across its providers.
+
+Thin like the rest of the CLI: parse, call `trueup.org.engine`, render. The
+provider modules (and httpx) are imported only when one of these commands
+runs, so ``trueup --help`` and the machine commands stay fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from trueup.cli.main import JsonOpt, OverwriteOpt, StateOpt, _engine, _run
+from trueup.cli.output import Output
+from trueup.errors import ExitCode, UsageError
+
+org_app: typer.Typer = typer.Typer(
+    help="Orgs across ZITADEL, Cloudflare and Coolify: plan, apply, status.",
+    no_args_is_help=True,
+)
+
+FileArg = Annotated[Path, typer.Argument(help="Org file (TOML, JSON or YAML).")]
+
+
+def _org_engine(state: str | None) -> Any:
+    from trueup.org.engine import OrgEngine
+
+    base = _engine(state)
+    return OrgEngine(base.settings, base)
+
+
+def _plan_json(prepared: Any, plan: Any) -> dict[str, Any]:
+    from trueup.cli.org_render import org_summary
+
+    return {
+        "digest": plan.digest,
+        "summary": org_summary(plan, len(prepared.unmanaged)),
+        "plan": plan.body(),
+        "unmanaged": [u.to_json() for u in prepared.unmanaged],
+    }
+
+
+@org_app.command("plan")
+def org_plan(
+    file: FileArg,
+    out_file: Annotated[
+        Optional[Path],  # noqa: UP045 - typer reads the annotation at runtime
+        typer.Option("-o", "--out", help="Save the plan to apply it later exactly."),
+    ] = None,
+    overwrite: OverwriteOpt = None,
+    show_unchanged: Annotated[bool, typer.Option(help="List unchanged resources too.")] = False,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Read the org's scope at every provider and show what would change. Changes nothing."""
+    out = Output("org plan", json_out)
+
+    def body() -> int:
+        from trueup.cli.org_render import render_org_plan
+        from trueup.model import outcome_of
+
+        engine = _org_engine(state)
+        try:
+            prepared = engine.plan(file, overwrite or ())
+            plan = prepared.plan
+            if out_file is not None:
+                engine.base.save_plan(plan, out_file)
+            outcome = outcome_of(plan.actions)
+            if json_out:
+                out.envelope(outcome.value, outcome.exit_code, "", _plan_json(prepared, plan))
+            else:
+                render_org_plan(out.console, prepared, plan, show_unchanged)
+                if out_file is not None:
+                    out.print(f"saved to {out_file}; apply it with: trueup org apply {out_file}")
+            return int(outcome.exit_code)
+        finally:
+            engine.close()
+
+    _run(out, body)
+
+
+@org_app.command("apply")
+def org_apply(
+    file: Annotated[Path, typer.Argument(help="Org file, or a plan saved with org plan -o.")],
+    confirm: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--confirm",
+            help="The org's display name, typed exactly: needed for steps that "
+            "destroy or migrate data (--yes never counts for those).",
+        ),
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
+    no_input: Annotated[
+        bool, typer.Option("--no-input", help="Never prompt (for CI); implies --yes.")
+    ] = False,
+    overwrite: OverwriteOpt = None,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show the plan, then apply it behind the gates (authorization, staleness, confirmation)."""
+    out = Output("org apply", json_out)
+
+    def body() -> int:
+        from trueup.cli.org_render import render_org_plan, render_org_result
+        from trueup.engine import is_saved_plan
+        from trueup.execute.gates import needs_confirmation
+
+        engine = _org_engine(state)
+        try:
+            if is_saved_plan(file):
+                expected = engine.base.load_saved_plan(file)
+                if expected.target.kind != "org":
+                    raise UsageError(
+                        f"{file} is a saved {expected.target.kind} plan, not an org plan"
+                    )
+                prepared = engine.prepare(Path(expected.source), expected.force, permission="apply")
+                engine.check_fresh(expected, prepared)
+            else:
+                prepared = engine.prepare(file, overwrite or (), permission="apply")
+                expected = prepared.plan
+            if not json_out:
+                render_org_plan(out.console, prepared, expected, False)
+            typed = confirm
+            interactive = not no_input and sys.stdin.isatty()
+            if needs_confirmation(expected.actions) and typed is None and interactive:
+                typed = typer.prompt(
+                    f"This plan destroys or migrates data. Type the org's name "
+                    f"({expected.target.name}) to confirm",
+                    default="",
+                    show_default=False,
+                )
+            if expected.changes and not (yes or no_input or typed is not None):
+                if not interactive:
+                    raise UsageError(
+                        "refusing to apply without confirmation: no terminal to ask on",
+                        hint="review the plan, then rerun with --yes (or --confirm NAME)",
+                    )
+                if not typer.confirm(f"Apply {len(expected.changes)} change(s)?", default=False):
+                    out.print("nothing was changed")
+                    return int(ExitCode.OK)
+            result = engine.apply(prepared, expected, typed)
+            if json_out:
+                data = {**_plan_json(prepared, expected), "apply": result.to_json()}
+                out.envelope(result.outcome.value, result.outcome.exit_code, result.message, data)
+            else:
+                render_org_result(out.console, result)
+            return int(result.outcome.exit_code)
+        finally:
+            engine.close()
+
+    _run(out, body)
+
+
+@org_app.command("status")
+def org_status(
+    file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(help="Check this org live (otherwise: what the state store recorded)."),
+    ] = None,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Converged? Drifted? Unmanaged? Which declared fields are not true yet?"""
+    out = Output("org status", json_out)
+
+    def body() -> int:
+        from trueup.cli.org_render import show_live_status, show_recorded_status
+
+        engine = _org_engine(state)
+        try:
+            if file is not None:
+                return show_live_status(out, engine, file)
+            return show_recorded_status(out, engine)
+        finally:
+            engine.close()
+
+    _run(out, body)

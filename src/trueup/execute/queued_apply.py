@@ -1,0 +1,124 @@
+"""A machine-side apply through the queue: one ``profile.apply`` step.
+
+``enqueue_apply`` passes the same gates as a foreground apply (authorization,
+typed confirmation, the lock) while the person who asked is still there, and
+queues a job whose single step re-plans and executes the profile on its root
+under the job's run. The step reuses the executor (journal, rollback
+material, verification), so a worker killed mid-step leaves what a killed
+``trueup apply`` leaves; the next attempt restores the in-flight actions and
+rolls forward as ``trueup recover`` does.
+
+The plan must still be the one that was queued when the step first runs:
+otherwise the step fails as stale, for a person to look at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trueup import audit
+from trueup.errors import ApplyFailedError, ConflictError
+from trueup.execute.executor import Executor, restore_run
+from trueup.execute.runner import Runner, Step, StepAborted, StepContext, step_handler
+from trueup.fs import WritableFS
+from trueup.model import ActionType, Outcome
+
+if TYPE_CHECKING:
+    from trueup.engine import Engine, Prepared
+
+HANDLER = "profile.apply"
+
+
+def enqueue_apply(engine: Engine, prepared: Prepared, confirmation: str | None = None) -> str:
+    """Gate and queue ``prepared``'s plan; returns the job's run id."""
+    plan = prepared.plan
+    gates = engine.gates(prepared.target, "plan.applied", plan.digest)
+    gates.authorize("apply")
+    gates.confirm(plan.actions, confirmation)
+    step = Step(
+        "apply",
+        HANDLER,
+        {
+            "profile": str(prepared.profile.path),
+            "root": str(prepared.root),
+            "force": list(plan.force),
+            "plan": plan.digest,
+        },
+        f"apply {prepared.profile.id} on {prepared.root}",
+    )
+    runner = Runner(engine.store)
+    try:
+        run_id = runner.enqueue(
+            prepared.target,
+            [step],
+            engine.actor.key,
+            plan.digest,
+            plan.source,
+            affinity=socket.gethostname(),  # the root is a folder on this host
+        )
+    except ConflictError as exc:
+        raise gates.refuse(exc) from None
+    finally:
+        runner.close()
+    audit.record(
+        engine.store,
+        "plan.queued",
+        "success",
+        engine.actor,
+        prepared.target,
+        plan_digest=plan.digest,
+        run_id=run_id,
+    )
+    return run_id
+
+
+@step_handler(HANDLER)
+def apply_profile(ctx: StepContext) -> Mapping[str, Any]:
+    """Execute the queued profile on its root under the job's run (no new lock)."""
+    from trueup.engine import Engine
+    from trueup.settings import Settings
+
+    params = ctx.step.params
+    engine = Engine(Settings.from_env(state=ctx.store.db.url), ctx.store)
+    run = ctx.run
+    store = ctx.store
+    rollback = engine.rollback_for(run)
+    journaled = store.run_actions(run.id)
+    in_flight = [(a.seq, a.rollback_ref) for a in journaled if a.status == "running"]
+    if in_flight:
+        fs = WritableFS(max_file_bytes=engine.settings.max_file_bytes, tag=run.id)
+        restore_run(store, run, rollback, fs, [(s, r) for s, r in in_flight if r])
+        rollback.sweep_temp_files()
+    prepared = engine.prepare(
+        Path(params["profile"]), Path(params["root"]), params.get("force", ()), permission=None
+    )
+    if not journaled and prepared.plan.digest != params["plan"]:
+        raise ConflictError(
+            "the plan is stale: the profile or the target changed since the apply was queued",
+            hint="compute the plan again and queue it again",
+        )
+    if not any(a.type is not ActionType.NO_OP for a in prepared.plan.actions):
+        return {"outcome": "converged", "applied": 0}
+    executor = Executor(
+        store,
+        run,
+        prepared.resources,
+        prepared.applied,
+        WritableFS(prepared.fs.cache, engine.settings.max_file_bytes, tag=run.id),
+        rollback,
+        prepared.root,
+        batch_size=engine.settings.batch_size,
+        finish_run=False,
+    )
+    result = executor.execute(prepared.plan, store.next_seq(run.id))
+    store.save_stat_cache(prepared.fs.cache)
+    if result.outcome is Outcome.INTERRUPTED:
+        ctx.abort.set()  # the signal that interrupted us was meant for the worker too
+        raise StepAborted(result.message)
+    if result.outcome is Outcome.FAILED:
+        raise ApplyFailedError(result.message)
+    applied = sum(1 for r in result.results if r.status == "succeeded")
+    return {"outcome": result.outcome.value, "applied": applied}

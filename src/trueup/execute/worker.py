@@ -1,0 +1,165 @@
+"""``trueup worker``: drain the shared queue, one job at a time, on any host.
+
+Several workers on several hosts share one queue: each claims the oldest
+queued job (or one whose worker's lease ran out) with ``FOR UPDATE SKIP
+LOCKED``, runs it under a renewed lease, and records the result in the audit
+log under the actor who queued it. SIGTERM and SIGINT stop a worker between
+steps, leaving the job exactly as a kill would: another worker resumes it
+from its checkpoint once the lease runs out.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from trueup import audit, authz
+from trueup.execute.runner import DEFAULT_LEASE, LeaseLost, Runner, StepFailed
+from trueup.state.jobs import Job
+from trueup.state.store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerStats:
+    succeeded: int = 0
+    failed: int = 0
+    aborted: int = 0
+    lost: int = 0
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "aborted": self.aborted,
+            "lease_lost": self.lost,
+            "runs": self.runs[-100:],
+        }
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM/SIGINT set ``stop``: the current step finishes, no new one starts."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+class Worker:
+    """Claims and runs jobs until stopped (or, with ``drain``, until the queue is empty)."""
+
+    def __init__(
+        self,
+        store: Store,
+        actor: authz.Actor,
+        lease_seconds: float = DEFAULT_LEASE,
+        poll_seconds: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.actor = actor
+        self.runner = Runner(store, lease_seconds=lease_seconds)
+        self.poll_seconds = poll_seconds
+
+    def close(self) -> None:
+        self.runner.close()
+
+    def work(
+        self, stop: threading.Event, drain: bool = False, max_jobs: int | None = None
+    ) -> WorkerStats:
+        stats = WorkerStats()
+        done = 0
+        while not stop.is_set() and (max_jobs is None or done < max_jobs):
+            job = self.runner.claim_next()
+            if job is None:
+                if drain:
+                    break
+                stop.wait(self.poll_seconds)
+                continue
+            done += 1
+            self._one(job, stop, stats)
+        return stats
+
+    def _one(self, job: Job, stop: threading.Event, stats: WorkerStats) -> None:
+        run = job.run
+        requester = _requester(run.actor)
+        if not authz.allowed(self.store, self.actor, "apply", run.target.key):
+            reason = f"worker {self.actor.key} may not apply {run.target.key}"
+            self.runner.jobs.fail(run.id, self.runner.owner, {"step": None, "message": reason})
+            audit.record(
+                self.store,
+                "plan.applied",
+                "refused",
+                requester,
+                run.target,
+                reason=reason,
+                plan_digest=run.plan_digest,
+                run_id=run.id,
+                detail={"worker": self.actor.key},
+            )
+            stats.failed += 1
+            stats.runs.append({"run": run.id, "status": "refused"})
+            return
+        status = "succeeded"
+        try:
+            result = self.runner.run_job(job, stop)
+            status = result.status
+        except StepFailed as failed:
+            status = "failed"
+            audit.record(
+                self.store,
+                "plan.applied",
+                "failed",
+                requester,
+                run.target,
+                reason=failed.message,
+                plan_digest=run.plan_digest,
+                run_id=run.id,
+                detail={"worker": self.actor.key, "step": failed.step_id},
+            )
+        except LeaseLost as lost:
+            status = "lease-lost"
+            log.warning("%s", lost.message)
+        else:
+            if status == "succeeded":
+                audit.record(
+                    self.store,
+                    "plan.applied",
+                    "success",
+                    requester,
+                    run.target,
+                    plan_digest=run.plan_digest,
+                    run_id=run.id,
+                    detail={"worker": self.actor.key, "queued": True},
+                )
+        if status == "succeeded":
+            stats.succeeded += 1
+        elif status == "failed":
+            stats.failed += 1
+        elif status == "aborted":
+            stats.aborted += 1
+        else:
+            stats.lost += 1
+        stats.runs.append({"run": run.id, "status": status})
+
+
+def _requester(key: str) -> authz.Actor:
+    """The actor who queued a job, as the run row names them."""
+    try:
+        return authz.parse_actor(key)
+    except Exception:
+        return authz.Actor("human", key or "unknown", key or "unknown")

@@ -1,0 +1,176 @@
+"""Killing an org apply, and applying twice at once, through the installed command.
+
+A kill may land after a remote call and before its result is recorded; the
+next apply (or ``trueup recover``) re-reads every provider and finds what the
+killed run created by name, so nothing is ever created twice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+from test_org_lifecycle import OrgWorld
+from world import TRUEUP, World
+
+from trueup.testing import FakeProviders
+
+
+@pytest.fixture(scope="module")
+def running_fakes() -> Iterator[FakeProviders]:
+    with FakeProviders() as fakes:
+        yield fakes
+
+
+@pytest.fixture
+def org(world: World, running_fakes: FakeProviders) -> OrgWorld:
+    running_fakes.reset()
+    running_fakes.cloudflare.add_zone("acme.test")
+    running_fakes.cloudflare.add_address("founders@example.com", verified=True)
+    return OrgWorld(world, running_fakes)
+
+
+def inventory(fakes: FakeProviders) -> dict[str, list[str]]:
+    """Every object the org owns at each provider, by name (duplicates would repeat)."""
+    zone = fakes.cloudflare.zone_id("acme.test")
+    assert zone
+    zitadel = fakes.zitadel.dump()
+    email = fakes.cloudflare.dump()["email"].get(zone, {"rules": {}})
+    return {
+        "coolify projects": sorted(p["name"] for p in fakes.coolify.list_projects()),
+        "coolify apps": sorted(a["name"] for a in fakes.coolify.list_applications()),
+        "dns": sorted(
+            f"{r['type']} {r['name']}"
+            for r in fakes.cloudflare.records(zone)
+            if not r["meta"].get("email_routing")
+        ),
+        "mail rules": sorted(r["name"] for r in email["rules"].values()),
+        "zitadel orgs": sorted(o["name"] for o in zitadel["orgs"].values()),
+        "zitadel projects": sorted(p["name"] for p in zitadel["projects"].values()),
+        "zitadel apps": sorted(
+            a["name"] for apps in zitadel["apps"].values() for a in apps.values()
+        ),
+        "zitadel roles": sorted(k for roles in zitadel["roles"].values() for k in roles),
+    }
+
+
+EXPECTED = {
+    "coolify projects": ["Acme Inc"],
+    "coolify apps": ["chat", "portal"],
+    "dns": ["A portal.acme.test"],
+    "mail rules": ["trueup: hello@acme.test"],
+    "zitadel orgs": ["Acme Inc", "ZITADEL"],
+    "zitadel projects": ["portal"],
+    "zitadel apps": ["portal-web"],
+    "zitadel roles": ["admin", "member"],
+}
+
+
+@pytest.mark.parametrize(
+    "crash_at",
+    [
+        "remote-returned:3",  # a Coolify app exists, its uuid is not recorded
+        "journal-running:7",  # about to create the ZITADEL org
+        "remote-returned:9",  # the OIDC app exists, its one-time secret is lost
+    ],
+)
+def test_sigkill_mid_apply_then_apply_again_creates_nothing_twice(
+    org: OrgWorld, crash_at: str
+) -> None:
+    killed = org.world.run(
+        "org",
+        "apply",
+        org.path,
+        "--confirm",
+        "Acme Inc",
+        env={**org.env, "TRUEUP_CRASH_AT": crash_at},
+    )
+    assert killed.code == -signal.SIGKILL, killed.err
+    resumed = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
+    if crash_at == "remote-returned:9":
+        # The secret shown at creation died with the process: a person decides.
+        assert resumed.code == 3 and "trueup holds no client secret" in resumed.out
+        rotated = org.run(
+            "org",
+            "apply",
+            org.path,
+            "--confirm",
+            "Acme Inc",
+            "--overwrite",
+            "identity.app:portal/portal-web",
+        )
+        assert rotated.code == 0, rotated.out + rotated.err
+        assert len(list((org.world.data / "secrets").iterdir())) == 1
+    else:
+        assert resumed.code == 0, resumed.out + resumed.err
+    assert inventory(org.fakes) == EXPECTED
+    settled = org.run("org", "plan", org.path, "--json")
+    assert settled.code == 0 and settled.json["data"]["summary"] == "14 none; 0 unmanaged"
+
+
+def test_trueup_recover_resumes_a_killed_org_run(org: OrgWorld) -> None:
+    killed = org.world.run(
+        "org",
+        "apply",
+        org.path,
+        "--confirm",
+        "Acme Inc",
+        env={**org.env, "TRUEUP_CRASH_AT": "mutated:5"},
+    )
+    assert killed.code == -signal.SIGKILL
+    recovered = org.run("recover")
+    assert recovered.code == 0, recovered.out + recovered.err
+    assert inventory(org.fakes) == EXPECTED
+    assert org.run("org", "plan", org.path).code == 0
+
+
+def _start_apply(org: OrgWorld) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [TRUEUP, "org", "apply", org.path, "--confirm", "Acme Inc"],
+        env=org.world.env(org.env),
+        cwd=org.world.base,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def _wait_for_writes(fakes: FakeProviders, count: int, deadline: float = 30) -> None:
+    end = time.monotonic() + deadline
+    while len(fakes.request_log.coolify.matching("POST")) < count:
+        assert time.monotonic() < end, "the apply never started writing"
+        time.sleep(0.02)
+
+
+def test_a_real_kill_while_providers_are_slow_then_apply_again(org: OrgWorld) -> None:
+    for _, faults in org.fakes.faults.items():
+        faults.update(latency=0.05)
+    first = _start_apply(org)
+    _wait_for_writes(org.fakes, 3)
+    os.kill(first.pid, signal.SIGKILL)
+    first.communicate(timeout=30)
+    for _, faults in org.fakes.faults.items():
+        faults.update(latency=0)
+    again = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
+    assert again.code in (0, 3), again.out + again.err
+    if again.code == 3:  # killed between creating the OIDC app and storing its secret
+        assert "trueup holds no client secret" in again.out
+    inventory_now = inventory(org.fakes)
+    assert inventory_now == EXPECTED
+
+
+def test_a_second_concurrent_apply_of_the_same_org_is_refused(org: OrgWorld) -> None:
+    org.fakes.faults.coolify.update(latency=0.15)
+    first = _start_apply(org)
+    _wait_for_writes(org.fakes, 1)
+    second = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
+    assert second.code == 4, second.out + second.err
+    assert "is locked by run" in second.err and "still running" in second.err
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, out + err
+    assert inventory(org.fakes) == EXPECTED

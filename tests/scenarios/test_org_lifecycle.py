@@ -1,0 +1,225 @@
+"""An org through the installed ``trueup`` command against the fake providers.
+
+Create from nothing, a no-op plan, a change, unmanaged items left alone, a
+stale saved plan, typed confirmation, authorization; and the OIDC client
+secret in no output, log or state row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from world import Result, World
+
+from trueup import authz
+from trueup.testing import FakeProviders
+
+ME = authz.os_actor().key
+DNS = '[[dns]]\ntype = "A"\nname = "portal"\ncontent = "203.0.113.10"\n'
+ORG = """
+[org]
+id = "acme"
+name = "Acme Inc"
+domain = "acme.test"
+
+[[identity.project]]
+name = "portal"
+roles = ["admin", "member"]
+apps = [{ name = "portal-web", redirect_uris = ["https://portal.acme.test/callback"] }]
+
+[[dns]]
+type = "A"
+name = "portal"
+content = "203.0.113.10"
+
+[mail]
+level = "forward"
+routes = [{ address = "hello@acme.test", forward_to = ["founders@example.com"] }]
+
+[[app]]
+name = "portal"
+image = "ghcr.io/acme/portal:1.4.2"
+domains = ["https://portal.acme.test"]
+env = { LOG_LEVEL = "info" }
+
+[chat]
+image = "ghcr.io/acme/chat:2.1"
+"""
+
+
+@pytest.fixture(scope="module")
+def running_fakes() -> Iterator[FakeProviders]:
+    with FakeProviders() as fakes:
+        yield fakes
+
+
+class OrgWorld:
+    """A world whose ``trueup`` talks to the fakes; every output is kept for scanning."""
+
+    def __init__(self, world: World, fakes: FakeProviders) -> None:
+        self.world = world
+        self.fakes = fakes
+        self.outputs: list[str] = []
+        self.path = str(world.write("acme.toml", ORG))
+        self.env = {
+            "TRUEUP_CLOUDFLARE_URL": fakes.cloudflare_url,
+            "TRUEUP_CLOUDFLARE_TOKEN": fakes.tokens.cloudflare,
+            "TRUEUP_COOLIFY_URL": fakes.coolify_url,
+            "TRUEUP_COOLIFY_TOKEN": fakes.tokens.coolify,
+            "TRUEUP_ZITADEL_URL": fakes.zitadel_url,
+            "TRUEUP_ZITADEL_TOKEN": fakes.tokens.zitadel,
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+        }
+
+    def run(self, *args: str, actor: str | None = None) -> Result:
+        prefix = ("--actor", actor) if actor else ()
+        result = self.world.run(*prefix, *args, env=self.env)
+        self.outputs += [result.out, result.err]
+        return result
+
+    def declare(self, text: str) -> None:
+        Path(self.path).write_text(text)
+
+    def zone(self) -> str:
+        found = self.fakes.cloudflare.zone_id("acme.test")
+        assert found
+        return found
+
+
+@pytest.fixture
+def org(world: World, running_fakes: FakeProviders) -> OrgWorld:
+    running_fakes.reset()
+    running_fakes.cloudflare.add_zone("acme.test")
+    running_fakes.cloudflare.add_address("founders@example.com", verified=True)
+    return OrgWorld(world, running_fakes)
+
+
+def test_create_noop_change_unmanaged_and_no_secret_anywhere(org: OrgWorld) -> None:
+    fakes = org.fakes
+    fakes.cloudflare.add_record(org.zone(), type="TXT", name="legacy", content="keep-me")
+    plan = org.run("org", "plan", org.path)
+    assert plan.code == 0, plan.err
+    assert "create OIDC app portal/portal-web" in plan.out
+    assert "Unmanaged (1)" in plan.out and "TXT legacy.acme.test keep-me" in plan.out
+
+    created = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
+    assert created.code == 0, created.out + created.err
+    assert "converged" in created.out
+
+    again = org.run("org", "plan", org.path, "--json")
+    assert again.code == 0
+    body = again.json
+    assert body["schema"] == "trueup.cli/1" and body["status"] == "converged"
+    assert all(a["type"] == "no-op" for a in body["data"]["plan"]["actions"])
+    assert [u["description"] for u in body["data"]["unmanaged"]] == [
+        "cloudflare.dns_record TXT legacy.acme.test keep-me"
+    ]
+
+    org.declare(ORG.replace("203.0.113.10", "203.0.113.99").replace('"info"', '"warn"'))
+    changed = org.run("org", "apply", org.path, "--yes")
+    assert changed.code == 0, changed.out + changed.err
+    assert "203.0.113.10" in changed.out and "203.0.113.99" in changed.out  # live and declared
+    records = fakes.cloudflare.records(org.zone())
+    assert [r["content"] for r in records if r["type"] == "A"] == ["203.0.113.99"]
+    assert any(r["name"] == "legacy.acme.test" for r in records)  # unmanaged: still there
+
+    status = org.run("org", "status", "--json")
+    assert status.code == 0
+    (recorded,) = status.json["data"]["orgs"]
+    assert recorded["failedFields"] == [] and recorded["lastApplied"]["declaredOrgVersion"]
+    assert set(recorded["serviceIds"]) == {"cloudflare", "coolify", "zitadel"}
+
+    _assert_secret_only_in_the_secret_store(org)
+
+
+def _assert_secret_only_in_the_secret_store(org: OrgWorld) -> None:
+    secrets_dir = org.world.data / "secrets"
+    (stored,) = list(secrets_dir.iterdir())
+    secret = stored.read_text()
+    assert len(secret) > 20 and stored.stat().st_mode & 0o777 == 0o600
+    for text in org.outputs:
+        assert secret not in text
+    for path in org.world.data.rglob("*"):
+        if path.is_file() and secrets_dir not in path.parents:
+            assert secret.encode() not in path.read_bytes(), path
+    for path in org.world.base.rglob("*.log"):
+        assert secret.encode() not in path.read_bytes()
+
+
+def test_a_stale_saved_plan_is_refused(org: OrgWorld) -> None:
+    saved = str(org.world.base / "plan.json")
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 0
+    org.declare(ORG.replace("203.0.113.10", "203.0.113.11"))
+    assert org.run("org", "plan", org.path, "-o", saved).code == 0
+    org.fakes.cloudflare.add_record(org.zone(), type="TXT", name="new", content="appeared")
+    stale = org.run("org", "apply", saved, "--yes")
+    assert stale.code == 4, stale.out + stale.err
+    assert "the plan is stale" in stale.err and "unmanaged:cloudflare" in stale.err
+    a_records = [r for r in org.fakes.cloudflare.records(org.zone()) if r["type"] == "A"]
+    assert [r["content"] for r in a_records] == ["203.0.113.10"]
+
+
+def test_destroying_steps_need_the_typed_name(org: OrgWorld) -> None:
+    first = org.run("org", "apply", org.path, "--yes")
+    assert first.code == 2 and "--yes alone never confirms" in first.err  # mail level migrates
+    wrong = org.run("org", "apply", org.path, "--yes", "--confirm", "Acme")
+    assert wrong.code == 2 and "'Acme' is not 'Acme Inc'" in wrong.err
+    assert org.fakes.coolify.list_projects() == []
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 0
+    org.declare(ORG + "key_generation = 2\n")
+    rekey = org.run("org", "apply", org.path, "--yes")
+    assert rekey.code == 2 and "chat.signing-key" in rekey.err
+    assert org.run("org", "apply", org.path, "--confirm", " Acme Inc ").code == 0
+
+
+def test_an_unauthorised_actor_is_refused(org: OrgWorld) -> None:
+    assert org.run("grant", "add", ME, "admin", "*").code == 0
+    refused = org.run("org", "apply", org.path, "--confirm", "Acme Inc", actor="ci")
+    assert refused.code == 5 and "service:ci may not apply org:acme@acme.test" in refused.err
+    assert org.run("org", "plan", org.path, actor="ci").code == 5
+    assert org.fakes.request_log.coolify.entries == []  # refused before reading anything
+    assert org.run("grant", "add", "service:ci", "apply", "org:acme@*").code == 0
+    allowed = org.run("org", "apply", org.path, "--confirm", "Acme Inc", actor="ci")
+    assert allowed.code == 0, allowed.err
+
+
+def test_fakes_serve_prints_exports_trueup_can_use(world: World) -> None:
+    import os
+    import signal
+    import subprocess
+
+    from world import TRUEUP
+
+    server = subprocess.Popen(
+        [TRUEUP, "fakes", "serve", "--zone", "acme.test"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=world.env(),
+    )
+    try:
+        assert server.stdout is not None
+        exports = {}
+        for line in server.stdout:
+            if line.startswith("# serving"):
+                break
+            if line.startswith("export "):
+                name, _, value = line.removeprefix("export ").strip().partition("=")
+                exports[name] = value
+        assert set(exports) >= {
+            "TRUEUP_CLOUDFLARE_URL",
+            "TRUEUP_CLOUDFLARE_TOKEN",
+            "TRUEUP_COOLIFY_URL",
+            "TRUEUP_COOLIFY_TOKEN",
+            "TRUEUP_ZITADEL_URL",
+            "TRUEUP_ZITADEL_TOKEN",
+        }
+        dns_only = ORG.split("[[identity.project]]")[0] + DNS
+        path = world.write("dns.toml", dns_only)
+        plan = world.run("org", "plan", str(path), env=exports)
+        assert plan.code == 0, plan.err
+        assert "create A record portal.acme.test" in plan.out
+    finally:
+        os.kill(server.pid, signal.SIGINT)
+        server.wait(timeout=10)
