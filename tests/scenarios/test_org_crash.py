@@ -174,3 +174,24 @@ def test_a_second_concurrent_apply_of_the_same_org_is_refused(org: OrgWorld) -> 
     out, err = first.communicate(timeout=60)
     assert first.returncode == 0, out + err
     assert inventory(org.fakes) == EXPECTED
+
+
+def test_a_failed_apply_exits_7_keeps_its_steps_and_applying_again_resumes(
+    org: OrgWorld,
+) -> None:
+    zone = org.zone()
+    clash = org.fakes.cloudflare.add_record(zone, type="A", name="www", content="192.0.2.1")
+    with open(org.path, "a") as handle:
+        handle.write('\n[[dns]]\ntype = "CNAME"\nname = "www"\ncontent = "portal.acme.test"\n')
+    failed = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
+    assert failed.code == 7, failed.out + failed.err
+    assert "81057" in failed.out and "no rollback" in failed.out
+    assert "next: fix the cause, then apply again" in failed.out
+    assert [p["name"] for p in org.fakes.coolify.list_projects()] == ["Acme Inc"]
+    org.fakes.cloudflare.delete_record(zone, clash["id"], "")
+    resumed = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
+    assert resumed.code == 0, resumed.out + resumed.err
+    assert inventory(org.fakes) == {
+        **EXPECTED,
+        "dns": ["A portal.acme.test", "CNAME www.acme.test"],
+    }

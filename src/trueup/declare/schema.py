@@ -45,4 +45,8 @@ def profile_schema() -> dict[str, Any]:
 def schema_for(what: str) -> dict[str, Any]:
     if what == "profile":
         return profile_schema()
-    raise UsageError(f"unknown schema {what!r}; expected: profile")
+    if what == "org":
+        from trueup.org.declared import OrgFile
+
+        return OrgFile.model_json_schema()
+    raise UsageError(f"unknown schema {what!r}; expected: profile or org")

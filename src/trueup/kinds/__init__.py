@@ -15,6 +15,21 @@ REGISTRY: dict[str, str] = {
     "directory": "trueup.kinds.directory:DirectoryKind",
     "skill": "trueup.kinds.skill:SkillKind",
     "config": "trueup.kinds.config:ConfigKind",
+    # Provider kinds ("provider.kind"), declared by org files, never by profiles.
+    "cloudflare.dns_record": "trueup.providers.cloudflare.dns:DnsRecordKind",
+    "cloudflare.email_routing": "trueup.providers.cloudflare.mail:EmailRoutingKind",
+    "cloudflare.email_rule": "trueup.providers.cloudflare.mail:EmailRuleKind",
+    "cloudflare.catch_all": "trueup.providers.cloudflare.mail:CatchAllKind",
+    "cloudflare.email_address": "trueup.providers.cloudflare.mail:EmailAddressKind",
+    "coolify.project": "trueup.providers.coolify.project:ProjectKind",
+    "coolify.environment": "trueup.providers.coolify.project:EnvironmentKind",
+    "coolify.application": "trueup.providers.coolify.apps:ApplicationKind",
+    "coolify.signing_key": "trueup.providers.coolify.chat:SigningKeyKind",
+    "zitadel.org": "trueup.providers.zitadel.identity:OrgKind",
+    "zitadel.project": "trueup.providers.zitadel.identity:ProjectKind",
+    "zitadel.role": "trueup.providers.zitadel.identity:RoleKind",
+    "zitadel.oidc_app": "trueup.providers.zitadel.apps:OidcAppKind",
+    "zitadel.project_grant": "trueup.providers.zitadel.apps:ProjectGrantKind",
 }
 
 _loaded: dict[str, Kind] = {}
@@ -30,4 +45,9 @@ def get(name: str) -> Kind:
 
 
 def names() -> list[str]:
-    return sorted(REGISTRY)
+    """The kinds a profile may declare (provider kinds belong to org files)."""
+    return sorted(name for name in REGISTRY if "." not in name)
+
+
+def provider_names() -> list[str]:
+    return sorted(name for name in REGISTRY if "." in name)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from trueup.fs import ReadOnlyFS, WritableFS
 from trueup.model import Action, ActionType, Applied, Evidence, Observed, Resource
-from trueup.paths import resolve_under
+from trueup.paths import RootResolver
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -28,9 +28,16 @@ class ObserveContext:
     root: Path
     fs: ReadOnlyFS
     env: Mapping[str, str] = field(default_factory=dict)
+    #: Per-run helpers of remote kinds (provider sessions with their scope
+    #: snapshots, the applied records), by name; empty for machine runs.
+    services: Mapping[str, Any] = field(default_factory=dict)
+    resolver: RootResolver = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "resolver", RootResolver(self.root))
 
     def path(self, target: str) -> Path:
-        return resolve_under(self.root, target)
+        return self.resolver.resolve(target)
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,10 @@ class Kind:
     name: ClassVar[str]
     policies: ClassVar[tuple[str, ...]]
     verify_methods: ClassVar[tuple[str, ...]] = ("digest",)
+    #: False for kinds whose targets are remote APIs: no rollback material is
+    #: kept (there is nothing to restore from), a failure leaves a checkpoint,
+    #: and each action runs alone so it is journaled before its remote call.
+    restorable: ClassVar[bool] = True
 
     @property
     def default_policy(self) -> str:
@@ -101,9 +112,24 @@ class Kind:
         """The paths a mutation may change, so their old state can be kept first."""
         return [ctx.path(resource.target)]
 
-    def apply(self, action: Action, resource: Resource, ctx: ApplyContext) -> None:
-        """Stage one mutation on ``ctx.fs``; the executor commits it."""
+    def apply(
+        self, action: Action, resource: Resource, ctx: ApplyContext
+    ) -> Mapping[str, Any] | None:
+        """Stage one mutation on ``ctx.fs``; the executor commits it.
+
+        A remote kind makes its call here and returns what the provider said
+        (its ids): the executor records that at once, before verifying, so a
+        crash right after never loses a created object's id.
+        """
         raise NotImplementedError
+
+    def scope(self, ctx: ObserveContext) -> list[Observed]:
+        """Optional: everything of this kind live in the run's scope, declared or not.
+
+        Each item's ``detail`` has ``id`` and ``description`` (and ``parent``,
+        the id of the object it belongs to), so unmanaged items can be reported.
+        """
+        return []
 
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
         raise NotImplementedError

@@ -1,0 +1,383 @@
+"""The org side, end to end: declare, read the scope, plan, gate, execute, record.
+
+The same planner, gates and executor as the machine side; what differs is
+only where observations come from (provider sessions, read once per run and
+concurrently) and what a failure means: remote kinds keep no rollback
+material, so a failed or killed apply leaves a checkpoint and applying again
+(or ``trueup recover``) resumes from live state without duplicating anything.
+
+Nothing here prints or prompts; the CLI renders what these functions return.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trueup import audit
+from trueup.declare.org import DeclaredOrg, load_org
+from trueup.engine import Engine, drift_items
+from trueup.errors import UsageError
+from trueup.execute.crashpoints import reach
+from trueup.execute.executor import Executor, RunResult
+from trueup.execute.gates import ConfirmationRequired, needs_confirmation
+from trueup.execute.rollback import RollbackStore
+from trueup.fs import ReadOnlyFS, WritableFS
+from trueup.kinds.base import ObserveContext
+from trueup.model import Action, ActionType, Applied, Observed, Outcome, Plan, Resource, Target
+from trueup.org.services import OrgServices, connect
+from trueup.org.state import OrgState, load_state, save_state
+from trueup.org.unmanaged import Unmanaged, find_unmanaged
+from trueup.plan.planner import compute_plan
+from trueup.providers.http import RetryPolicy
+from trueup.settings import Settings
+from trueup.state.store import RunInfo, now
+
+_EVENT = {"plan": "plan.computed", "apply": "plan.applied"}
+
+
+@dataclass
+class OrgPrepared:
+    """Everything an org plan was computed from, kept so apply uses the same inputs."""
+
+    org: DeclaredOrg
+    target: Target
+    resources: dict[str, Resource]
+    applied: dict[str, Applied]
+    observed: dict[str, Observed]
+    plan: Plan
+    unmanaged: list[Unmanaged]
+    services: OrgServices
+    ctx: ObserveContext
+
+
+@dataclass
+class OrgApplied:
+    """The result of an org apply: the run, and what the org state now says."""
+
+    run: RunResult | None
+    state: OrgState
+    outcome: Outcome
+    message: str = ""
+    requests: dict[str, Any] = field(default_factory=dict)
+
+    def run_result(self) -> RunResult:
+        """The run as the machine side reports it (``trueup recover``)."""
+        if self.run is None:
+            return RunResult("", self.outcome, [], self.message)
+        return RunResult(self.run.run_id, self.outcome, self.run.results, self.run.message)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome.value,
+            "message": self.message,
+            "run": self.run.to_json() if self.run else None,
+            "state": self.state.to_json(),
+            "requests": self.requests,
+        }
+
+
+def org_target(org: DeclaredOrg) -> Target:
+    return Target("org", org.id, org.name, org.domain)
+
+
+class OrgEngine:
+    def __init__(
+        self,
+        settings: Settings,
+        base: Engine | None = None,
+        env: Mapping[str, str] | None = None,
+        policy: RetryPolicy | None = None,
+    ) -> None:
+        self.settings = settings
+        self.base = base or Engine(settings)
+        self.env = env
+        self.policy = policy
+        self._opened: list[OrgServices] = []
+
+    @property
+    def store(self) -> Any:
+        return self.base.store
+
+    def close_services(self) -> None:
+        for services in self._opened:
+            services.close()
+        self._opened.clear()
+
+    def close(self) -> None:
+        self.close_services()
+        self.base.close()
+
+    # -- plan ---------------------------------------------------------------
+    def prepare(
+        self, path: Path, force: Iterable[str] = (), permission: str | None = "plan"
+    ) -> OrgPrepared:
+        """Load, read the org's scope at every provider, plan. Changes nothing remote."""
+        org = load_org(path, self.settings.data / "cache" / "orgs")
+        target = org_target(org)
+        if permission is not None:
+            self.base.gates(target, _EVENT[permission]).authorize(permission)
+        applied = self.store.applied(target.key)
+        services = connect(org, applied, self.settings.data, self.env, self.policy)
+        self._opened.append(services)
+        ctx = ObserveContext(
+            root=self.settings.data, fs=ReadOnlyFS(), services=services.mapping(applied)
+        )
+        resources = {r.id: r for r in org.resources}
+        dropped = [a.resource for rid, a in sorted(applied.items()) if rid not in resources]
+        by_provider: dict[str, list[Resource]] = {}
+        for resource in [*org.resources, *dropped]:
+            by_provider.setdefault(resource.kind.partition(".")[0], []).append(resource)
+        found: dict[str, Observed] = {}
+
+        def observe(provider: str) -> None:
+            for resource in by_provider.get(provider, []):
+                found[resource.id] = _observe(resource, ctx)
+
+        services.load(after=observe)
+        observed = {r.id: found[r.id] for r in [*org.resources, *dropped]}
+        plan = compute_plan(
+            target, str(org.path), org.digest, org.resources, observed, applied, frozenset(force)
+        )
+        unmanaged = find_unmanaged(observed, ctx)
+        plan = dataclasses.replace(
+            plan, observed={**plan.observed, **{u.key: u.identity() for u in unmanaged}}
+        )
+        self.store.replace_drift(target.key, drift_items(plan))
+        return OrgPrepared(
+            org, target, resources, applied, observed, plan, unmanaged, services, ctx
+        )
+
+    def plan(self, path: Path, force: Iterable[str] = ()) -> OrgPrepared:
+        """A plan for a person to review; computing it is audited."""
+        prepared = self.prepare(path, force)
+        audit.record(
+            self.store,
+            "plan.computed",
+            "success",
+            self.base.actor,
+            prepared.target,
+            plan_digest=prepared.plan.digest,
+        )
+        return prepared
+
+    def check_fresh(self, expected: Plan, prepared: OrgPrepared) -> None:
+        self.base.gates(prepared.target, "plan.applied", expected.digest).fresh(
+            expected, prepared.plan
+        )
+
+    @staticmethod
+    def preview(prepared: OrgPrepared, action: Action) -> str:
+        from trueup import kinds
+
+        resource = (
+            prepared.resources.get(action.resource_id)
+            or prepared.applied[action.resource_id].resource
+        )
+        return kinds.get(action.kind).preview(action, resource, prepared.ctx)
+
+    # -- apply --------------------------------------------------------------
+    def apply(
+        self, prepared: OrgPrepared, expected: Plan | None = None, confirmation: str | None = None
+    ) -> OrgApplied:
+        """Authorization, staleness, typed confirmation, the lock; then the steps."""
+        plan = prepared.plan
+        gates = self.base.gates(prepared.target, "plan.applied", plan.digest)
+        gates.authorize("apply")
+        if expected is not None:
+            gates.fresh(expected, plan)
+        gates.confirm(plan.actions, confirmation)
+        if not plan.changes:
+            state = self._record_state(prepared, None)
+            self._audit(prepared.target, plan.digest, None)
+            return OrgApplied(None, state, _final(prepared.plan, None, state), "nothing to change")
+        self._supersede_dead_holder(prepared.target)
+        run = gates.lock(plan)
+        reach("run-started")
+        try:
+            fresh = self.prepare(Path(plan.source), plan.force, permission=None)
+            gates.fresh(plan, fresh.plan)
+        except BaseException:
+            self.store.set_run_status(run.id, "refused", "refused", "plan went stale")
+            raise
+        self.store.record_revision(prepared.org.id, prepared.org.digest)
+        return self._run(run, fresh, 0, plan.digest)
+
+    def _run(
+        self,
+        run: RunInfo,
+        prepared: OrgPrepared,
+        first_seq: int,
+        digest: str,
+        event: str = "plan.applied",
+    ) -> OrgApplied:
+        prepared.services.enable_writes()
+        executor = Executor(
+            self.store,
+            run,
+            prepared.resources,
+            prepared.applied,
+            WritableFS(tag=run.id),
+            RollbackStore(self.settings.data / "rollback" / run.id, self.settings.data),
+            self.settings.data,
+            services=prepared.ctx.services,
+        )
+        result = executor.execute(prepared.plan, first_seq)
+        state = self._record_state(prepared, result, first_seq)
+        self._audit(prepared.target, digest, result, event)
+        outcome = _final(prepared.plan, result, state)
+        return OrgApplied(result, state, outcome, result.message, prepared.services.stats())
+
+    def _supersede_dead_holder(self, target: Target) -> None:
+        """A killed org apply holds the lock with nothing to restore: take it over.
+
+        Only when its process is known to be gone (same host) or it was
+        interrupted; a live holder, or one on another host, still refuses.
+        """
+        holder = self.store.holder(target.key)
+        if holder is None or holder.job:
+            return
+        if holder.status == "interrupted" or (
+            holder.status == "running" and holder.holder_alive is False
+        ):
+            self._close_unfinished(holder.id)
+            self.store.set_run_status(
+                holder.id,
+                "finished",
+                Outcome.INTERRUPTED.value,
+                "superseded: a new apply resumed from live state",
+            )
+
+    def _close_unfinished(self, run_id: str) -> None:
+        """The killed attempt's unfinished steps: in flight (fate unknown) or never reached."""
+        note = "superseded: resumed from live state"
+        updates = [
+            (a.seq, "interrupted" if a.status == "running" else "skipped", None, None, note)
+            for a in self.store.run_actions(run_id)
+            if a.status in ("running", "pending")
+        ]
+        with self.store.db.transaction():
+            self.store.set_action_status(run_id, updates)
+
+    # -- recover ------------------------------------------------------------
+    def recover(self, run: RunInfo) -> OrgApplied:
+        """Resume a killed or interrupted org run under its own id, from live state."""
+        self.base.gates(run.target, "run.recovered", run.plan_digest).authorize("apply")
+        if run.status == "running" and run.holder_alive is not False:
+            from trueup.execute.gates import locked_error
+
+            raise locked_error(run, run.target)
+        self.store.take_over(run.id)
+        source = Path(run.declaration or "")
+        if not run.declaration or not source.exists():
+            self.store.set_run_status(
+                run.id, "finished", Outcome.INTERRUPTED.value, "declaration gone"
+            )
+            raise UsageError(f"run {run.id}: its org file {source} no longer exists; run released")
+        prepared = self.prepare(source, permission=None)
+        earlier = {(a.action.resource_id, a.action.summary) for a in self.store.run_actions(run.id)}
+        new_risk = [
+            a
+            for a in needs_confirmation(prepared.plan.actions)
+            if (a.resource_id, a.summary) not in earlier
+        ]
+        if new_risk:
+            self.store.set_run_status(
+                run.id, "finished", Outcome.INTERRUPTED.value, "needs confirmation"
+            )
+            raise ConfirmationRequired(
+                f"resuming would run {len(new_risk)} destroying or migrating step(s) the "
+                "interrupted run did not have; the run was released",
+                hint=f"review and confirm them: trueup org apply {source} --confirm NAME",
+            )
+        self._close_unfinished(run.id)
+        self.store.event(run.id, "run.recovered", {"org": True})
+        return self._run(
+            run, prepared, self.store.next_seq(run.id), run.plan_digest or "", "run.recovered"
+        )
+
+    # -- recorded state -----------------------------------------------------
+    def _record_state(
+        self, prepared: OrgPrepared, result: RunResult | None, first_seq: int = 0
+    ) -> OrgState:
+        target = prepared.target
+        state = load_state(self.store, target.key) or OrgState(prepared.org.id)
+        sessions = prepared.services.sessions
+        ids = dict(state.service_ids)
+        for name, session in sessions.items():
+            scope = session.scope_id()
+            if scope:
+                ids[name] = scope
+        failed = [
+            f"{a.resource_id}: {f}"
+            for a in prepared.plan.by_type(ActionType.HUMAN_ACTION)
+            for f in a.payload.get("failed_fields", ["needs a person"])
+        ]
+        failed += prepared.services.unmet()
+        stamp = now()
+        if result is not None:
+            state.run_id = result.run_id
+            state.checkpoints = [
+                {"step": r.action.resource_id, "summary": r.action.summary, "at": stamp}
+                for r in result.results
+                if r.status == "succeeded"
+            ]
+            done = {r.seq for r in result.results}
+            failed += [
+                f"{r.action.resource_id}: {r.message}"
+                for r in result.results
+                if r.status == "failed"
+            ]
+            failed += [
+                f"{a.action.resource_id}: not reached (the run stopped)"
+                for a in self.store.run_actions(result.run_id)
+                if a.seq >= first_seq and a.seq not in done and a.status == "pending"
+            ]
+        state.service_ids = ids
+        state.failed_fields = sorted(set(failed))
+        outcome = _final(prepared.plan, result, state)
+        state.outcome = outcome.value
+        if outcome in (Outcome.CONVERGED, Outcome.HUMAN_ACTION_REQUIRED):
+            state.last_applied = {"at": stamp, "declaredOrgVersion": prepared.org.digest}
+        save_state(self.store, target.key, state)
+        return state
+
+    def _audit(
+        self, target: Target, digest: str, result: RunResult | None, event: str = "plan.applied"
+    ) -> None:
+        failed = result is not None and result.outcome in (Outcome.FAILED, Outcome.INTERRUPTED)
+        audit.record(
+            self.store,
+            event,
+            "failed" if failed else "success",
+            self.base.actor,
+            target,
+            reason=(result.message or result.outcome.value) if failed and result else None,
+            plan_digest=digest,
+            run_id=result.run_id if result else None,
+            detail={"outcome": result.outcome.value if result else "nothing to change"},
+        )
+
+    def status(self) -> list[tuple[str, OrgState]]:
+        rows = self.store.db.execute("SELECT target_key FROM org_states ORDER BY target_key")
+        found = [(str(r[0]), load_state(self.store, str(r[0]))) for r in rows]
+        return [(key, state) for key, state in found if state is not None]
+
+
+def _observe(resource: Resource, ctx: ObserveContext) -> Observed:
+    from trueup import kinds
+
+    return kinds.get(resource.kind).observe(resource, ctx)
+
+
+def _final(plan: Plan, result: RunResult | None, state: OrgState) -> Outcome:
+    """The run's outcome, or HumanActionRequired when declared fields are not yet true."""
+    from trueup.model import outcome_of
+
+    outcome = result.outcome if result is not None else outcome_of(plan.actions)
+    if outcome is Outcome.CONVERGED and state.failed_fields:
+        return Outcome.HUMAN_ACTION_REQUIRED
+    return outcome

@@ -1,0 +1,1 @@
+"""Coolify: one project's environments, applications and the chat signing key."""

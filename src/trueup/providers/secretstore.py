@@ -1,0 +1,84 @@
+"""Where a secret a provider shows only once (an OIDC client secret) is kept.
+
+The OS keyring when a backend works; otherwise a file readable only by its
+owner (0600, in a 0700 folder) under the trueup data directory. The state
+store only ever holds the reference this module returns, never the value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from urllib.parse import quote
+
+from trueup.redact import register_secret
+
+SERVICE = "trueup"
+
+
+class SecretStore:
+    def __init__(self, data_dir: Path) -> None:
+        self.folder = data_dir / "secrets"
+        self._keyring: bool | None = None
+
+    def put(self, name: str, value: str) -> str:
+        """Store ``value`` under ``name``; returns the reference to record."""
+        register_secret(value)
+        if self._keyring_works():
+            try:
+                import keyring
+
+                keyring.set_password(SERVICE, name, value)
+                return f"keyring:{SERVICE}/{name}"
+            except Exception:
+                self._keyring = False
+        self._write_file(name, value)
+        return f"file:{name}"
+
+    def get(self, ref: str) -> str | None:
+        scheme, _, name = ref.partition(":")
+        value: str | None = None
+        if scheme == "keyring":
+            with contextlib.suppress(Exception):
+                import keyring
+
+                value = keyring.get_password(SERVICE, name.removeprefix(f"{SERVICE}/"))
+        elif scheme == "file":
+            path = self._path(name)
+            with contextlib.suppress(OSError):
+                value = path.read_text(encoding="utf-8")
+        if value:
+            register_secret(value)
+        return value or None
+
+    def has(self, ref: str | None) -> bool:
+        return bool(ref) and self.get(ref or "") is not None
+
+    def _keyring_works(self) -> bool:
+        if self._keyring is None:
+            try:
+                import keyring
+                from keyring.backends import fail
+
+                backend = keyring.get_keyring()
+                self._keyring = not isinstance(backend, fail.Keyring) and backend.priority > 0
+            except Exception:
+                self._keyring = False
+        return self._keyring
+
+    def _path(self, name: str) -> Path:
+        return self.folder / quote(name, safe="")
+
+    def _write_file(self, name: str, value: str) -> None:
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.folder, 0o700)
+        path = self._path(name)
+        temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, value.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)

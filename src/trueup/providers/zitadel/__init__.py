@@ -1,0 +1,1 @@
+"""ZITADEL: one organization's projects, roles, OIDC apps and project grants."""

@@ -1,0 +1,290 @@
+"""ZITADEL kinds for OIDC applications and project grants.
+
+An OIDC app's client secret is shown once, by the create call: it goes
+straight to the secret store and only its reference is recorded. When trueup
+holds no secret for an app (it crashed before storing it, or the app existed
+before trueup), a new secret can be issued, which invalidates any old one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trueup.kinds.base import Decision, ObserveContext
+from trueup.model import ActionType, Applied, Observed, Resource
+from trueup.providers.http import ProviderError
+from trueup.providers.remote import RemoteKind, applied_record, recorded_id
+from trueup.providers.zitadel.session import ZitadelSession
+
+JSON = dict[str, Any]
+APP_TYPES = {
+    "web": "OIDC_APP_TYPE_WEB",
+    "spa": "OIDC_APP_TYPE_USER_AGENT",
+    "native": "OIDC_APP_TYPE_NATIVE",
+}
+AUTH_METHODS = {
+    "basic": "OIDC_AUTH_METHOD_TYPE_BASIC",
+    "post": "OIDC_AUTH_METHOD_TYPE_POST",
+    "none": "OIDC_AUTH_METHOD_TYPE_NONE",
+    "private_key_jwt": "OIDC_AUTH_METHOD_TYPE_PRIVATE_KEY_JWT",
+}
+WITH_SECRET = frozenset({"OIDC_AUTH_METHOD_TYPE_BASIC", "OIDC_AUTH_METHOD_TYPE_POST"})
+
+
+def _split(object_id: str | None) -> tuple[str, str]:
+    project, _, item = (object_id or "").partition(":")
+    return project, item
+
+
+def _app_config(spec: Mapping[str, Any]) -> JSON:
+    grants = ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE"]
+    if spec.get("refresh_tokens"):
+        grants.append("OIDC_GRANT_TYPE_REFRESH_TOKEN")
+    return {
+        "redirectUris": sorted(spec["redirect_uris"]),
+        "postLogoutRedirectUris": sorted(spec.get("post_logout_redirect_uris", [])),
+        "responseTypes": ["OIDC_RESPONSE_TYPE_CODE"],
+        "grantTypes": sorted(grants),
+        "appType": APP_TYPES[spec.get("type", "web")],
+        "authMethodType": AUTH_METHODS[
+            spec.get("auth_method", "basic" if spec.get("type", "web") == "web" else "none")
+        ],
+    }
+
+
+class OidcAppKind(RemoteKind):
+    name = "zitadel.oidc_app"
+    provider = "zitadel"
+    destroys_on_delete = True
+
+    def noun(self, resource: Resource) -> str:
+        return f"OIDC app {resource.spec['project']}/{resource.spec['name']}"
+
+    def desired(self, resource: Resource) -> JSON:
+        return {"name": resource.spec["name"], **_app_config(resource.spec)}
+
+    def find(
+        self, resource: Resource, applied: Applied | None, session: ZitadelSession
+    ) -> JSON | None:
+        project = session.project_ids.get(resource.spec["project"])
+        if project is None:
+            return None
+        apps = session.apps.get(project, [])
+        known = recorded_id(applied)
+        for app in apps:
+            if known and f"{project}:{app['id']}" == known:
+                return {**app, "_project": project}
+        for app in apps:
+            if app.get("name") == resource.spec["name"]:
+                return {**app, "_project": project}
+        return None
+
+    def ident(self, raw: JSON) -> str:
+        return f"{raw['_project']}:{raw['id']}"
+
+    def view(self, raw: JSON, resource: Resource, applied: Applied | None) -> JSON:
+        config = raw.get("oidcConfig") or {}
+        return {
+            "name": raw.get("name"),
+            "redirectUris": sorted(config.get("redirectUris") or []),
+            "postLogoutRedirectUris": sorted(config.get("postLogoutRedirectUris") or []),
+            "responseTypes": sorted(config.get("responseTypes") or []),
+            "grantTypes": sorted(config.get("grantTypes") or []),
+            "appType": config.get("appType") or "OIDC_APP_TYPE_WEB",
+            "authMethodType": config.get("authMethodType") or "OIDC_AUTH_METHOD_TYPE_BASIC",
+        }
+
+    def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
+        observed = super().observe(resource, ctx)
+        if observed.state == "absent":
+            return observed
+        session: ZitadelSession = ctx.services["zitadel"]
+        applied = applied_record(ctx, resource.id)
+        ref = applied.detail.get("secret_ref") if applied else None
+        stored = session.secrets.has(ref) if isinstance(ref, str) else False
+        return Observed(
+            observed.state, observed.digest, {**observed.detail, "secret_stored": stored}
+        )
+
+    def plan(
+        self,
+        resource: Resource | None,
+        observed: Observed,
+        applied: Applied | None,
+        force: bool = False,
+    ) -> Decision:
+        decision = super().plan(resource, observed, applied, force)
+        if (
+            resource is None
+            or decision.type is not ActionType.NO_OP
+            or _app_config(resource.spec)["authMethodType"] not in WITH_SECRET
+            or observed.detail.get("secret_stored")
+        ):
+            return decision
+        noun = self.noun(resource)
+        if applied is None and not force:
+            return Decision(
+                ActionType.HUMAN_ACTION,
+                f"trueup holds no client secret for {noun}; to issue a new one (any old one "
+                f"stops working), rerun with --overwrite {resource.id}",
+                {"failed_fields": ["client_secret"]},
+            )
+        return Decision(
+            ActionType.WRITE_CONFIG,
+            f"issue a new client secret for {noun} (trueup holds none)",
+            {"op": "rotate-secret", "id": observed.detail.get("id")},
+            destroys=applied is None,
+        )
+
+    def read_back(
+        self, resource: Resource, object_id: str | None, session: ZitadelSession
+    ) -> JSON | None:
+        project, app = _split(object_id)
+        if not app:
+            return None
+        try:
+            found = session.read.app(session.org_id, project, app)
+        except ProviderError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return {**found, "_project": project} if found else None
+
+    def _secret_name(self, resource: Resource, session: ZitadelSession) -> str:
+        spec = resource.spec
+        return f"{session.secret_prefix}/zitadel/{spec['project']}/{spec['name']}/client-secret"
+
+    def create(
+        self, resource: Resource, payload: Mapping[str, Any], session: ZitadelSession
+    ) -> JSON:
+        project = session.project_id(resource.spec["project"])
+        config = _app_config(resource.spec)
+        created = session.write.create_oidc_app(
+            session.org_id, project, {"name": resource.spec["name"], **config}
+        )
+        app_id = str(created["appId"])
+        secret = created.get("clientSecret")
+        learned: JSON = {"id": f"{project}:{app_id}", "client_id": created.get("clientId")}
+        if config["authMethodType"] in WITH_SECRET:
+            if not secret:  # found an existing app: its secret was never shown to us
+                secret = session.write.new_client_secret(session.org_id, project, app_id)
+            learned["secret_ref"] = session.secrets.put(
+                self._secret_name(resource, session), str(secret)
+            )
+        return learned
+
+    def update(
+        self, resource: Resource, payload: Mapping[str, Any], session: ZitadelSession
+    ) -> JSON:
+        project, app = _split(payload["id"])
+        session.write.update_oidc_config(session.org_id, project, app, _app_config(resource.spec))
+        return {"id": payload["id"]}
+
+    def act(
+        self, op: str, resource: Resource, payload: Mapping[str, Any], session: ZitadelSession
+    ) -> JSON:
+        if op != "rotate-secret":
+            return super().act(op, resource, payload, session)
+        project, app = _split(payload["id"])
+        secret = session.write.new_client_secret(session.org_id, project, app)
+        ref = session.secrets.put(self._secret_name(resource, session), secret)
+        return {"id": payload["id"], "secret_ref": ref}
+
+    def delete(
+        self, resource: Resource, payload: Mapping[str, Any], session: ZitadelSession
+    ) -> None:
+        project, app = _split(payload["id"])
+        session.write.delete_app(session.org_id, project, app)
+
+
+class ProjectGrantKind(RemoteKind):
+    name = "zitadel.project_grant"
+    provider = "zitadel"
+
+    def noun(self, resource: Resource) -> str:
+        return f"grant of project {resource.spec['project']} to org {resource.spec['org']!r}"
+
+    def desired(self, resource: Resource) -> JSON:
+        return {"org": resource.spec["org"], "roles": sorted(resource.spec["roles"])}
+
+    def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
+        session: ZitadelSession = ctx.services["zitadel"]
+        if session.granted_orgs.get(resource.spec["org"]) is None:
+            return Observed("absent", None, {"granted_org_missing": True})
+        return super().observe(resource, ctx)
+
+    def plan(
+        self,
+        resource: Resource | None,
+        observed: Observed,
+        applied: Applied | None,
+        force: bool = False,
+    ) -> Decision:
+        if resource is not None and observed.detail.get("granted_org_missing"):
+            return Decision(
+                ActionType.HUMAN_ACTION,
+                f"ZITADEL has no organization {resource.spec['org']!r} to grant project "
+                f"{resource.spec['project']} to: create it, or correct the name",
+                {"failed_fields": ["org"]},
+            )
+        return super().plan(resource, observed, applied, force)
+
+    def find(
+        self, resource: Resource, applied: Applied | None, session: ZitadelSession
+    ) -> JSON | None:
+        project = session.project_ids.get(resource.spec["project"])
+        granted = session.granted_orgs.get(resource.spec["org"])
+        if project is None or granted is None:
+            return None
+        for grant in session.grants.get(project, []):
+            if grant.get("grantedOrgId") == granted:
+                return {**grant, "_project": project}
+        return None
+
+    def ident(self, raw: JSON) -> str:
+        return f"{raw['_project']}:{raw['grantId']}"
+
+    def view(self, raw: JSON, resource: Resource, applied: Applied | None) -> JSON:
+        return {"org": raw.get("grantedOrgName"), "roles": sorted(raw.get("grantedRoleKeys") or [])}
+
+    def read_back(
+        self, resource: Resource, object_id: str | None, session: ZitadelSession
+    ) -> JSON | None:
+        project, grant = _split(object_id)
+        if not grant:
+            return None
+        try:
+            found = session.read.grant(session.org_id, project, grant)
+        except ProviderError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return {**found, "_project": project} if found else None
+
+    def create(
+        self, resource: Resource, payload: Mapping[str, Any], session: ZitadelSession
+    ) -> JSON:
+        project = session.project_id(resource.spec["project"])
+        granted = session.granted_orgs.get(resource.spec["org"])
+        if granted is None:
+            raise ProviderError(
+                "zitadel", "POST", "grants", None, f"no organization {resource.spec['org']!r}"
+            )
+        grant = session.write.add_grant(
+            session.org_id, project, granted, sorted(resource.spec["roles"])
+        )
+        return {"id": f"{project}:{grant}"}
+
+    def update(
+        self, resource: Resource, payload: Mapping[str, Any], session: ZitadelSession
+    ) -> JSON:
+        project, grant = _split(payload["id"])
+        session.write.update_grant(session.org_id, project, grant, sorted(resource.spec["roles"]))
+        return {"id": payload["id"]}
+
+    def delete(
+        self, resource: Resource, payload: Mapping[str, Any], session: ZitadelSession
+    ) -> None:
+        project, grant = _split(payload["id"])
+        session.write.delete_grant(session.org_id, project, grant)

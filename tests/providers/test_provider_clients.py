@@ -1,0 +1,169 @@
+"""Provider clients against the fakes: paging, duplicates treated as found, no blind replays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from provider_support import logged
+
+from trueup.providers.cloudflare import client as cf
+from trueup.providers.coolify import client as cl
+from trueup.providers.http import HttpClient, RetryPolicy
+from trueup.providers.secretstore import SecretStore
+from trueup.providers.zitadel import client as zc
+from trueup.testing import FakeProviders
+
+
+def no_wait(seconds: float) -> None:
+    return None
+
+
+def cloudflare(fakes: FakeProviders) -> cf.CloudflareClient:
+    http = HttpClient(
+        "cloudflare",
+        fakes.cloudflare_url,
+        fakes.tokens.cloudflare,
+        parse_error=cf.parse_error,
+        sleep=no_wait,
+    )
+    return cf.CloudflareClient(http)
+
+
+def coolify(fakes: FakeProviders) -> cl.CoolifyClient:
+    http = HttpClient(
+        "coolify",
+        fakes.coolify_url,
+        fakes.tokens.coolify,
+        parse_error=cl.parse_error,
+        sleep=no_wait,
+        policy=RetryPolicy(attempts=3),
+    )
+    return cl.CoolifyClient(http)
+
+
+def zitadel(fakes: FakeProviders) -> zc.ZitadelClient:
+    http = HttpClient(
+        "zitadel",
+        fakes.zitadel_url,
+        fakes.tokens.zitadel,
+        parse_error=zc.parse_error,
+        sleep=no_wait,
+    )
+    return zc.ZitadelClient(http)
+
+
+def test_cloudflare_reads_every_page_and_the_later_ones_at_once(fakes: FakeProviders) -> None:
+    zone = fakes.cloudflare.add_zone("acme.test")
+    for n in range(250):
+        fakes.cloudflare.add_record(
+            zone, type="A", name=f"h{n}", content=f"10.0.{n // 200}.{n % 200}"
+        )
+    client = cloudflare(fakes)
+    records = client.records(zone)
+    assert len(records) == 250 and len({r["id"] for r in records}) == 250
+    pages = sorted(e.query for e in logged(fakes.request_log.cloudflare, 3).matching("GET"))
+    assert len(pages) == 3 and all("per_page=100" in q for q in pages)
+
+
+def test_cloudflare_identical_record_counts_as_found(fakes: FakeProviders) -> None:
+    zone = fakes.cloudflare.add_zone("acme.test")
+    client = cloudflare(fakes)
+    body = {
+        "type": "MX",
+        "name": "acme.test",
+        "content": "MX.Example.com.",
+        "priority": 10,
+        "ttl": 1,
+    }
+    first = client.create_record(zone, body)
+    again = client.create_record(zone, body)
+    assert first["id"] == again["id"]
+    assert len(fakes.cloudflare.records(zone)) == 1
+
+
+def test_cloudflare_destination_address_exists_counts_as_found(fakes: FakeProviders) -> None:
+    zone = fakes.cloudflare.add_zone("acme.test")
+    client = cloudflare(fakes)
+    account = client.zone_by_name("acme.test")["account"]["id"]  # type: ignore[index]
+    assert (
+        zone
+        and client.create_address(account, "a@example.com")["id"]
+        == (client.create_address(account, "a@example.com")["id"])
+    )
+
+
+def test_coolify_create_after_a_5xx_looks_before_it_sends_again(fakes: FakeProviders) -> None:
+    fakes.faults.coolify.update(server_errors=1)
+    client = coolify(fakes)
+    uuid = client.create_project("Acme", None)
+    assert [p["uuid"] for p in fakes.coolify.list_projects()] == [uuid]
+    log = logged(fakes.request_log.coolify, 3)
+    routes = [f"{e.method} {e.path} {e.status}" for e in log.entries]
+    assert routes[:3] == [
+        "POST /api/v1/projects 500",
+        "GET /api/v1/projects 200",
+        "POST /api/v1/projects 201",
+    ]
+
+
+def test_coolify_environment_conflict_counts_as_found(fakes: FakeProviders) -> None:
+    client = coolify(fakes)
+    project = client.create_project("Acme", None)
+    production = client.environment(project, "production")
+    assert production is not None
+    assert client.create_environment(project, "production") == production["uuid"]
+
+
+def test_zitadel_conflict_is_found_and_unchanged_update_succeeds(fakes: FakeProviders) -> None:
+    client = zitadel(fakes)
+    org = client.create_org("Acme Inc")
+    assert client.create_org("Acme Inc") == org
+    project = client.create_project(org, {"name": "portal"})
+    assert client.create_project(org, {"name": "portal"}) == project
+    client.update_project(org, project, {"name": "portal"})  # Errors.NoChangesFound
+    body = {
+        "name": "web",
+        "redirectUris": ["https://a.test/cb"],
+        "responseTypes": ["OIDC_RESPONSE_TYPE_CODE"],
+        "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE"],
+        "appType": "OIDC_APP_TYPE_WEB",
+        "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC",
+    }
+    created = client.create_oidc_app(org, project, body)
+    assert created["clientSecret"]
+    found = client.create_oidc_app(org, project, body)
+    assert found["appId"] == created["appId"] and "clientSecret" not in found
+    assert [p["name"] for p in client.projects(org)] == ["portal"]
+
+
+def test_secret_store_falls_back_to_an_owner_only_file(tmp_path: Path) -> None:
+    import keyring
+    from keyring.backends import fail
+
+    previous = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    try:
+        store = SecretStore(tmp_path)
+        ref = store.put("acme/zitadel/portal/web/client-secret", "s3cret-value-xyz")
+    finally:
+        keyring.set_keyring(previous)
+    assert ref == "file:acme/zitadel/portal/web/client-secret"
+    (path,) = list((tmp_path / "secrets").iterdir())
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "secrets").stat().st_mode & 0o777 == 0o700
+    assert store.get(ref) == "s3cret-value-xyz" and store.has(ref)
+    assert not store.has("file:nothing-here")
+
+
+@pytest.mark.parametrize("name", ["cloudflare", "coolify", "zitadel"])
+def test_tokens_come_from_the_environment_and_are_redacted(name: str) -> None:
+    from trueup.providers.credentials import endpoint
+    from trueup.redact import PLACEHOLDER, redact
+
+    token = f"{name}-token-from-env-123"
+    point = endpoint(
+        name, {f"TRUEUP_{name.upper()}_TOKEN": token, f"TRUEUP_{name.upper()}_URL": "http://x"}
+    )
+    assert point.token == token and redact(token) == PLACEHOLDER
+    assert token not in repr(point)
