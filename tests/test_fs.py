@@ -95,3 +95,26 @@ def test_walk_never_follows_symlinks(tmp_path: Path) -> None:
     found = ReadOnlyFS().walk(tmp_path)
     assert found["link"].state == "symlink"
     assert "link/x" not in found
+
+
+def test_cache_fetches_only_the_folders_a_run_touches(tmp_path: Path) -> None:
+    asked: list[str] = []
+    old = tmp_path / "a" / "f"
+    old.parent.mkdir()
+    old.write_bytes(b"x")
+    age(old, 10)
+    st = os.lstat(old)
+    entry = ((st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns), "d", time.time_ns())
+
+    def loader(folder: str) -> dict[str, tuple[tuple[int, int, int, int], str, int]]:
+        asked.append(folder)
+        return {str(old): entry} if str(old).startswith(folder + "/") else {}
+
+    cache = StatCache(loader=loader)
+    assert cache.lookup(str(old), st) == "d"
+    assert cache.lookup(str(old), st) == "d"
+    other = tmp_path / "a" / "sub" / "g"
+    other.parent.mkdir()
+    other.write_bytes(b"y")
+    assert cache.lookup(str(other), os.lstat(other)) is None
+    assert asked == [str(old.parent)], "a loaded folder covers its whole subtree"

@@ -15,6 +15,7 @@ import os
 import stat
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,21 +40,49 @@ def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
+CacheEntry = tuple[StatKey, str, int]
+
+
 @dataclass
 class StatCache:
-    """Digests of unchanged files, recognised by their stat, as git's index does."""
+    """Digests of unchanged files, recognised by their stat, as git's index does.
 
-    entries: dict[str, tuple[StatKey, str, int]] = field(default_factory=dict)
-    dirty: dict[str, tuple[StatKey, str, int]] = field(default_factory=dict)
+    With a ``loader``, entries are fetched folder by folder (its whole subtree
+    in one query) the first time a path there is looked up, so memory follows
+    what a run touches, not everything this host ever hashed.
+    """
+
+    entries: dict[str, CacheEntry] = field(default_factory=dict)
+    dirty: dict[str, CacheEntry] = field(default_factory=dict)
+    loader: Callable[[str], dict[str, CacheEntry]] | None = None
+    loaded: set[str] = field(default_factory=set)
 
     def lookup(self, path: str, st: os.stat_result) -> str | None:
         hit = self.entries.get(path)
+        if hit is None and self.loader is not None:
+            self._load_around(path)
+            hit = self.entries.get(path)
         if hit is None:
             return None
         key, digest, recorded_ns = hit
         if key != stat_key(st) or st.st_mtime_ns >= recorded_ns - RACY_WINDOW_NS:
             return None
         return digest
+
+    def _load_around(self, path: str) -> None:
+        folder = os.path.dirname(path)
+        ancestor = folder
+        while ancestor not in self.loaded:
+            parent = os.path.dirname(ancestor)
+            if parent == ancestor:
+                break
+            ancestor = parent
+        else:
+            return
+        assert self.loader is not None
+        for key, entry in self.loader(folder).items():
+            self.entries.setdefault(key, entry)
+        self.loaded.add(folder)
 
     def record(self, path: str, st: os.stat_result, digest: str) -> None:
         entry = (stat_key(st), digest, time.time_ns())

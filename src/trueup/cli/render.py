@@ -32,6 +32,8 @@ _OUTCOME_STYLE = {
     Outcome.INTERRUPTED: "bold red",
 }
 MAX_ROWS = 200
+# Beyond this many changes, diffs stop helping a reviewer and start costing seconds.
+MAX_DIFFS = 50
 
 
 def diff_text(diff: str) -> RenderableType:
@@ -92,11 +94,16 @@ def render_plan(
         if len(shown) > MAX_ROWS:
             console.print(f"[dim]… {len(shown) - MAX_ROWS} more actions (use --json for all)[/]")
     if preview is not None:
-        for action in plan.changes[:MAX_ROWS]:
+        for action in plan.changes[:MAX_DIFFS]:
             diff = preview(action)
             if diff:
                 console.print(f"\n[bold]{escape(action.resource_id)}[/] ({action.type.value})")
                 console.print(diff_text(diff), end="")
+        if len(plan.changes) > MAX_DIFFS:
+            console.print(
+                f"\n[dim]… diffs of {len(plan.changes) - MAX_DIFFS} more changes not shown "
+                "(trueup plan --json has every action)[/]"
+            )
     if all(a.type is ActionType.NO_OP for a in plan.actions):
         console.print(f"\n[green]converged[/]: nothing to change ({len(plan.actions)} up to date)")
     else:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from trueup.fs import StatCache
+from trueup.fs import CacheEntry, StatCache
 from trueup.model import Action, Applied, Resource, Target
 from trueup.state.db import Database, UniqueViolation
 from trueup.state.schema import ensure_current
@@ -155,16 +155,20 @@ class Store:
 
     # -- stat cache ---------------------------------------------------------
     def load_stat_cache(self) -> StatCache:
-        """This host's whole cache: one query, so sources anywhere hit it too."""
-        cache = StatCache()
+        """This host's cache, fetched folder by folder as a run looks paths up."""
+        return StatCache(loader=self._stat_rows)
+
+    def _stat_rows(self, folder: str) -> dict[str, CacheEntry]:
+        prefix = folder.rstrip("/") + "/"
         rows = self.db.execute(
             "SELECT path, size, mtime_ns, ino, ctime_ns, digest, recorded_ns FROM stat_cache "
-            "WHERE host = :host",
-            {"host": socket.gethostname()},
+            "WHERE host = :host AND path >= :low AND path < :high",
+            {"host": socket.gethostname(), "low": prefix, "high": prefix[:-1] + "0"},
         )
-        for path, size, mtime, ino, ctime, dig, recorded in rows:
-            cache.entries[path] = ((size, mtime, ino, ctime), dig, recorded)
-        return cache
+        return {
+            path: ((size, mtime, ino, ctime), dig, recorded)
+            for path, size, mtime, ino, ctime, dig, recorded in rows
+        }
 
     def save_stat_cache(self, cache: StatCache) -> None:
         if not cache.dirty:
