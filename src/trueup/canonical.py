@@ -11,7 +11,6 @@ import hashlib
 import json
 from typing import Any
 
-
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )

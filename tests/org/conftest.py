@@ -10,6 +10,7 @@ import pytest
 from org_world import Orgs
 
 from trueup.testing import FakeProviders
+from trueup.testing.acme import seed_acme
 
 
 @pytest.fixture(scope="module")
@@ -20,9 +21,7 @@ def running_fakes() -> Iterator[FakeProviders]:
 
 @pytest.fixture
 def fakes(running_fakes: FakeProviders) -> FakeProviders:
-    running_fakes.reset()
-    running_fakes.cloudflare.add_zone("acme.test")
-    running_fakes.cloudflare.add_address("founders@example.com", verified=True)
+    seed_acme(running_fakes)
     return running_fakes
 
 

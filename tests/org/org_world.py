@@ -9,36 +9,9 @@ from trueup.org.engine import OrgApplied, OrgEngine, OrgPrepared
 from trueup.providers.http import RetryPolicy
 from trueup.settings import Settings
 from trueup.testing import FakeProviders
+from trueup.testing.acme import ACME_ORG
 
-ORG = """
-[org]
-id = "acme"
-name = "Acme Inc"
-domain = "acme.test"
-
-[[identity.project]]
-name = "portal"
-roles = ["admin", "member"]
-apps = [{ name = "portal-web", redirect_uris = ["https://portal.acme.test/callback"] }]
-
-[[dns]]
-type = "A"
-name = "portal"
-content = "203.0.113.10"
-
-[mail]
-level = "forward"
-routes = [{ address = "hello@acme.test", forward_to = ["founders@example.com"] }]
-
-[[app]]
-name = "portal"
-image = "ghcr.io/acme/portal:1.4.2"
-domains = ["https://portal.acme.test"]
-env = { LOG_LEVEL = "info" }
-
-[chat]
-image = "ghcr.io/acme/chat:2.1"
-"""
+ORG = ACME_ORG
 
 
 class Orgs:
@@ -49,14 +22,7 @@ class Orgs:
         self.base = base
         self.data = base / "data"
         self.settings = Settings(data=self.data, state_url=f"sqlite:///{self.data / 'state.db'}")
-        self.env = {
-            "TRUEUP_CLOUDFLARE_URL": fakes.cloudflare_url,
-            "TRUEUP_CLOUDFLARE_TOKEN": fakes.tokens.cloudflare,
-            "TRUEUP_COOLIFY_URL": fakes.coolify_url,
-            "TRUEUP_COOLIFY_TOKEN": fakes.tokens.coolify,
-            "TRUEUP_ZITADEL_URL": fakes.zitadel_url,
-            "TRUEUP_ZITADEL_TOKEN": fakes.tokens.zitadel,
-        }
+        self.env = fakes.env()
         self.engines: list[OrgEngine] = []
 
     def write(self, text: str, name: str = "acme.toml") -> Path:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from provider_support import logged
 
 from trueup.providers.cloudflare import client as cf
 from trueup.providers.coolify import client as cl
-from trueup.providers.http import HttpClient, RetryPolicy
+from trueup.providers.http import ErrorParser, HttpClient, RetryPolicy
 from trueup.providers.secretstore import SecretStore
 from trueup.providers.zitadel import client as zc
 from trueup.testing import FakeProviders
@@ -19,38 +20,30 @@ def no_wait(seconds: float) -> None:
     return None
 
 
-def cloudflare(fakes: FakeProviders) -> cf.CloudflareClient:
-    http = HttpClient(
-        "cloudflare",
-        fakes.cloudflare_url,
-        fakes.tokens.cloudflare,
-        parse_error=cf.parse_error,
+def _http(
+    fakes: FakeProviders, provider: str, parse_error: ErrorParser, **options: Any
+) -> HttpClient:
+    return HttpClient(
+        provider,
+        fakes.urls[provider],
+        fakes.tokens[provider],
+        parse_error=parse_error,
         sleep=no_wait,
+        **options,
     )
-    return cf.CloudflareClient(http)
+
+
+def cloudflare(fakes: FakeProviders) -> cf.CloudflareClient:
+    return cf.CloudflareClient(_http(fakes, "cloudflare", cf.parse_error))
 
 
 def coolify(fakes: FakeProviders) -> cl.CoolifyClient:
-    http = HttpClient(
-        "coolify",
-        fakes.coolify_url,
-        fakes.tokens.coolify,
-        parse_error=cl.parse_error,
-        sleep=no_wait,
-        policy=RetryPolicy(attempts=3),
-    )
+    http = _http(fakes, "coolify", cl.parse_error, policy=RetryPolicy(attempts=3))
     return cl.CoolifyClient(http)
 
 
 def zitadel(fakes: FakeProviders) -> zc.ZitadelClient:
-    http = HttpClient(
-        "zitadel",
-        fakes.zitadel_url,
-        fakes.tokens.zitadel,
-        parse_error=zc.parse_error,
-        sleep=no_wait,
-    )
-    return zc.ZitadelClient(http)
+    return zc.ZitadelClient(_http(fakes, "zitadel", zc.parse_error))
 
 
 def test_cloudflare_reads_every_page_and_the_later_ones_at_once(fakes: FakeProviders) -> None:

@@ -15,38 +15,11 @@ from world import Result, World
 
 from trueup import authz
 from trueup.testing import FakeProviders
+from trueup.testing.acme import ACME_ORG, seed_acme
 
 ME = authz.os_actor().key
 DNS = '[[dns]]\ntype = "A"\nname = "portal"\ncontent = "203.0.113.10"\n'
-ORG = """
-[org]
-id = "acme"
-name = "Acme Inc"
-domain = "acme.test"
-
-[[identity.project]]
-name = "portal"
-roles = ["admin", "member"]
-apps = [{ name = "portal-web", redirect_uris = ["https://portal.acme.test/callback"] }]
-
-[[dns]]
-type = "A"
-name = "portal"
-content = "203.0.113.10"
-
-[mail]
-level = "forward"
-routes = [{ address = "hello@acme.test", forward_to = ["founders@example.com"] }]
-
-[[app]]
-name = "portal"
-image = "ghcr.io/acme/portal:1.4.2"
-domains = ["https://portal.acme.test"]
-env = { LOG_LEVEL = "info" }
-
-[chat]
-image = "ghcr.io/acme/chat:2.1"
-"""
+ORG = ACME_ORG
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +37,7 @@ class OrgWorld:
         self.outputs: list[str] = []
         self.path = str(world.write("acme.toml", ORG))
         self.env = {
-            "TRUEUP_CLOUDFLARE_URL": fakes.cloudflare_url,
-            "TRUEUP_CLOUDFLARE_TOKEN": fakes.tokens.cloudflare,
-            "TRUEUP_COOLIFY_URL": fakes.coolify_url,
-            "TRUEUP_COOLIFY_TOKEN": fakes.tokens.coolify,
-            "TRUEUP_ZITADEL_URL": fakes.zitadel_url,
-            "TRUEUP_ZITADEL_TOKEN": fakes.tokens.zitadel,
+            **fakes.env(),
             "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
         }
 
@@ -90,9 +58,7 @@ class OrgWorld:
 
 @pytest.fixture
 def org(world: World, running_fakes: FakeProviders) -> OrgWorld:
-    running_fakes.reset()
-    running_fakes.cloudflare.add_zone("acme.test")
-    running_fakes.cloudflare.add_address("founders@example.com", verified=True)
+    seed_acme(running_fakes)
     return OrgWorld(world, running_fakes)
 
 

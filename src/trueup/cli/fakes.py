@@ -40,16 +40,7 @@ def serve(
     with _shutdown_signals() as wait_for_signal, fakes:
         for name in zone or []:
             fakes.cloudflare.add_zone(name)
-        exports = {
-            "TRUEUP_CLOUDFLARE_URL": fakes.cloudflare_url,
-            "TRUEUP_CLOUDFLARE_TOKEN": fakes.tokens.cloudflare,
-            "TRUEUP_CLOUDFLARE_ACCOUNT": fakes.cloudflare.account_id,
-            "TRUEUP_COOLIFY_URL": fakes.coolify_url,
-            "TRUEUP_COOLIFY_TOKEN": fakes.tokens.coolify,
-            "TRUEUP_ZITADEL_URL": fakes.zitadel_url,
-            "TRUEUP_ZITADEL_TOKEN": fakes.tokens.zitadel,
-        }
-        for name, value in exports.items():
+        for name, value in fakes.env(account=True).items():
             sys.stdout.write(f"export {name}={shlex.quote(value)}\n")
         for provider in ("cloudflare", "coolify", "zitadel"):
             sys.stdout.write(f"# {provider} control: {fakes.origin(provider)}/_fake\n")

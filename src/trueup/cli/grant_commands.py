@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -21,6 +21,15 @@ PermissionArg = Annotated[str, typer.Argument(help="plan, apply (implies plan) o
 GlobArg = Annotated[
     str, typer.Argument(help="Target keys it covers, e.g. 'profile:workstation@*' or 'org:acme*'.")
 ]
+ServiceArg = Annotated[str, typer.Argument(help="service:NAME")]
+
+
+def _say(out: Output, message: str, data: Any) -> None:
+    """The outcome of a successful command: an ``ok`` envelope, or the message as text."""
+    if out.json_mode:
+        out.envelope("ok", 0, message, data)
+    else:
+        out.print(message)
 
 
 @grant_app.command("add")
@@ -39,11 +48,7 @@ def grant_add(
 
         engine = _engine(state)
         grant = authz.add_grant(engine.store, engine.actor, actor, permission, target)
-        message = f"{grant.actor} may {grant.permission} {grant.target_glob}"
-        if json_out:
-            out.envelope("ok", 0, message, grant.to_json())
-        else:
-            out.print(message)
+        _say(out, f"{grant.actor} may {grant.permission} {grant.target_glob}", grant.to_json())
         return 0
 
     _run(out, body)
@@ -88,11 +93,7 @@ def grant_remove(
 
         engine = _engine(state)
         authz.remove_grant(engine.store, engine.actor, actor, permission, target)
-        message = f"removed: {actor} {permission} {target}"
-        if json_out:
-            out.envelope("ok", 0, message, None)
-        else:
-            out.print(message)
+        _say(out, f"removed: {actor} {permission} {target}", None)
         return 0
 
     _run(out, body)
@@ -100,7 +101,7 @@ def grant_remove(
 
 @token_app.command("create")
 def token_create(
-    service: Annotated[str, typer.Argument(help="service:NAME")],
+    service: ServiceArg,
     state: StateOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -127,7 +128,7 @@ def token_create(
 
 @token_app.command("revoke")
 def token_revoke(
-    service: Annotated[str, typer.Argument(help="service:NAME")],
+    service: ServiceArg,
     state: StateOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -140,10 +141,7 @@ def token_revoke(
         engine = _engine(state)
         found = authz.revoke_token(engine.store, engine.actor, service)
         message = f"token of {service} revoked" if found else f"{service} had no token"
-        if json_out:
-            out.envelope("ok", 0, message, {"revoked": found})
-        else:
-            out.print(message)
+        _say(out, message, {"revoked": found})
         return 0
 
     _run(out, body)

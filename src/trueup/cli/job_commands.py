@@ -12,6 +12,10 @@ from trueup.cli.output import Output
 jobs_app: typer.Typer = typer.Typer(
     help="Queued applies: list them, resume a failed one.", no_args_is_help=True
 )
+ImportsOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer reads the annotation at runtime
+    typer.Option("--import", help="Import this module for more step handlers (repeatable)."),
+]
 
 
 def worker(
@@ -28,10 +32,7 @@ def worker(
         Optional[int],  # noqa: UP045 - typer reads the annotation at runtime
         typer.Option("--max-jobs", min=1, help="Exit after this many jobs."),
     ] = None,
-    imports: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--import", help="Import this module for more step handlers (repeatable)."),
-    ] = None,
+    imports: ImportsOpt = None,
     state: StateOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -120,10 +121,7 @@ def jobs_resume(
     here: Annotated[
         bool, typer.Option("--here", help="Run it in this process now instead of re-queueing.")
     ] = False,
-    imports: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--import", help="Import this module for more step handlers (repeatable)."),
-    ] = None,
+    imports: ImportsOpt = None,
     state: StateOpt = None,
     json_out: JsonOpt = False,
 ) -> None:

@@ -14,8 +14,8 @@ otherwise the step fails as stale, for a person to look at.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 

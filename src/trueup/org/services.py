@@ -16,8 +16,8 @@ from typing import Any
 
 from trueup.declare.org import DeclaredOrg
 from trueup.model import Applied
-from trueup.providers.credentials import endpoint
-from trueup.providers.http import HttpClient, RetryPolicy, fan_out
+from trueup.providers.credentials import Endpoint, endpoint
+from trueup.providers.http import ErrorParser, HttpClient, RetryPolicy, fan_out
 from trueup.providers.remote import Session
 from trueup.providers.secretstore import SecretStore
 
@@ -82,6 +82,17 @@ def _by_kind(applied: Mapping[str, Applied], kind: str) -> Applied | None:
     return next((a for a in applied.values() if a.resource.kind == kind), None)
 
 
+def _http(
+    provider: str, point: Endpoint, policy: RetryPolicy | None, parse_error: ErrorParser
+) -> HttpClient:
+    return HttpClient(provider, point.url, point.token, policy=policy, parse_error=parse_error)
+
+
+def _name(declared: str | None, record: Applied | None, default: str) -> str:
+    """The declared name, else the one applied last, else the org's own name."""
+    return declared or (record.resource.spec["name"] if record else default)
+
+
 def open_services(
     org: DeclaredOrg,
     applied: Mapping[str, Applied],
@@ -113,9 +124,7 @@ def connect(
             from trueup.providers.cloudflare import client as cf
             from trueup.providers.cloudflare.session import CloudflareSession
 
-            http = HttpClient(
-                provider, point.url, point.token, policy=policy, parse_error=cf.parse_error
-            )
+            http = _http(provider, point, policy, cf.parse_error)
             cf_client = cf.CloudflareClient(http, point.account)
             cf_session = CloudflareSession(cf_client.reader(), None, org.domain)
             mail = bool(kinds_used & MAIL_KINDS)
@@ -125,12 +134,10 @@ def connect(
             from trueup.providers.coolify import client as cl
             from trueup.providers.coolify.session import CoolifySession
 
-            http = HttpClient(
-                provider, point.url, point.token, policy=policy, parse_error=cl.parse_error
-            )
+            http = _http(provider, point, policy, cl.parse_error)
             cl_client = cl.CoolifyClient(http)
             project = _by_kind(applied, "coolify.project")
-            name = org.coolify_project or (project.resource.spec["name"] if project else org.name)
+            name = _name(org.coolify_project, project, org.name)
             cl_session = CoolifySession(
                 cl_client.reader(), None, name, org.coolify_server, org.secret_env_keys
             )
@@ -140,12 +147,10 @@ def connect(
             from trueup.providers.zitadel import client as zc
             from trueup.providers.zitadel.session import ZitadelSession
 
-            http = HttpClient(
-                provider, point.url, point.token, policy=policy, parse_error=zc.parse_error
-            )
+            http = _http(provider, point, policy, zc.parse_error)
             z_client = zc.ZitadelClient(http)
             org_record = _by_kind(applied, "zitadel.org")
-            name = org.zitadel_org or (org_record.resource.spec["name"] if org_record else org.name)
+            name = _name(org.zitadel_org, org_record, org.name)
             z_session = ZitadelSession(z_client.reader(), None, name, SecretStore(data_dir), org.id)
             loaders[provider] = partial(
                 z_session.load,

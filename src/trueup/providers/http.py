@@ -79,15 +79,31 @@ class AmbiguousWrite(ProviderError):
 ErrorParser = Callable[[httpx.Response], tuple[str, list[int | str]]]
 
 
-def plain_error(response: httpx.Response) -> tuple[str, list[int | str]]:
-    """Fallback parser: ``message`` of a JSON body, else the status phrase."""
+def json_object(response: httpx.Response) -> dict[str, Any] | None:
+    """The body of an error response when it is a JSON object, else None."""
     try:
         body = response.json()
     except ValueError:
-        return response.reason_phrase or "error", []
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def plain_error(response: httpx.Response) -> tuple[str, list[int | str]]:
+    """Fallback parser: ``message`` of a JSON body, else the status phrase."""
+    body = json_object(response)
+    if body is not None and isinstance(body.get("message"), str):
         return body["message"], []
     return response.reason_phrase or "error", []
+
+
+def gone_is_none(call: Callable[..., R], *args: Any) -> R | None:
+    """``call(*args)``, or None when the provider answers 404 (the object is gone)."""
+    try:
+        return call(*args)
+    except ProviderError as exc:
+        if exc.status == 404:
+            return None
+        raise
 
 
 @dataclass(frozen=True)

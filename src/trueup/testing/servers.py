@@ -260,6 +260,24 @@ class FakeProviders:
     def urls(self) -> ProviderMap[str]:
         return ProviderMap(self.cloudflare_url, self.coolify_url, self.zitadel_url)
 
+    def env(self, *, account: bool = False) -> dict[str, str]:
+        """The ``TRUEUP_*`` variables that point trueup at these fakes (URL and token of each).
+
+        ``account`` adds ``TRUEUP_CLOUDFLARE_ACCOUNT``, the fake Cloudflare account's id.
+        """
+        cloudflare_account = (
+            {"TRUEUP_CLOUDFLARE_ACCOUNT": self.cloudflare.account_id} if account else {}
+        )
+        return {
+            "TRUEUP_CLOUDFLARE_URL": self.cloudflare_url,
+            "TRUEUP_CLOUDFLARE_TOKEN": self.tokens.cloudflare,
+            **cloudflare_account,
+            "TRUEUP_COOLIFY_URL": self.coolify_url,
+            "TRUEUP_COOLIFY_TOKEN": self.tokens.coolify,
+            "TRUEUP_ZITADEL_URL": self.zitadel_url,
+            "TRUEUP_ZITADEL_TOKEN": self.tokens.zitadel,
+        }
+
     # -- conveniences --------------------------------------------------------------------
 
     def reset(self) -> None:

@@ -7,8 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from format_cases import leaf_paths, property_tests
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
@@ -18,9 +17,7 @@ from trueup.kinds.formats import (
     ConfigError,
     KeyPath,
     KeyPathError,
-    flatten,
     load,
-    same_value,
 )
 
 AIDER_CONFIG = """\
@@ -322,7 +319,7 @@ def test_single_quoted_value_switches_to_double_quotes_for_newlines() -> None:
 @pytest.mark.parametrize("text", [AIDER_CONFIG, COMPOSE])
 def test_setting_present_values_changes_nothing(text: str) -> None:
     document = doc(text)
-    for path, value in _leaf_paths(document.get(())).items():
+    for path, value in leaf_paths(document.get(())).items():
         document.set(path, value)
     whole = load("yaml", text, origin="copy").get(())
     assert isinstance(whole, dict)
@@ -437,109 +434,8 @@ def dump(data: dict[str, Any]) -> str:
     return stream.getvalue() if data else ""
 
 
-_keys = st.text(
-    st.characters(codec="utf-8", categories=["L", "N", "P", "S", "Zs"]), min_size=1, max_size=6
-)
-_scalars = (
-    st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=10)
-    | st.integers(-(2**63), 2**63 - 1)
-    | st.booleans()
-)
-_leaves = _scalars | st.lists(_scalars, max_size=3)
-_docs = st.recursive(
-    st.dictionaries(_keys, _leaves, max_size=4),
-    lambda inner: st.dictionaries(_keys, inner | _leaves, max_size=3),
-    max_leaves=12,
-)
-_settings = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _leaf_paths(data: Any, prefix: KeyPath = ()) -> dict[KeyPath, object]:
-    out: dict[KeyPath, object] = {}
-    for key, value in data.items():
-        path = (*prefix, key)
-        if isinstance(value, dict) and value:
-            out.update(_leaf_paths(value, path))
-        else:
-            out[path] = value
-    return out
-
-
-def _all_paths(data: dict[str, Any], prefix: KeyPath = ()) -> list[KeyPath]:
-    out: list[KeyPath] = []
-    for key, value in data.items():
-        out.append((*prefix, key))
-        if isinstance(value, dict):
-            out.extend(_all_paths(value, (*prefix, key)))
-    return out
-
-
-def _blocked(data: dict[str, Any], path: KeyPath) -> bool:
-    node: object = data
-    for segment in path[:-1]:
-        if not isinstance(node, dict) or segment not in node:
-            return False
-        node = node[segment]
-        if not isinstance(node, dict):
-            return True
-    return False
-
-
-@_settings
-@given(data=_docs)
-def test_property_load_dump_round_trip(data: dict[str, Any]) -> None:
-    text = dump(data)
-    document = load(FORMAT, text, origin="prop")
-    assert document.to_text() == text
-    assert same_value(document.keys_flat(), flatten(data))
-    for path, value in _leaf_paths(data).items():
-        document.set(path, value)
-    assert document.to_text() == text
-
-
-@_settings
-@given(data=_docs, draw=st.data())
-def test_property_set_then_get_and_nothing_else_changes(
-    data: dict[str, Any], draw: st.DataObject
-) -> None:
-    text = dump(data)
-    document = load(FORMAT, text, origin="prop")
-    fresh = st.lists(_keys, min_size=1, max_size=3).map(tuple)
-    existing = _all_paths(data)
-    paths = [fresh]
-    if existing:
-        paths += [
-            st.sampled_from(existing),
-            st.tuples(st.sampled_from(existing), fresh).map(lambda pair: pair[0] + pair[1]),
-        ]
-    path: KeyPath = draw.draw(st.one_of(*paths))
-    value = draw.draw(_leaves | st.dictionaries(_keys, _leaves, max_size=2))
-    if _blocked(data, path):
-        with pytest.raises(KeyPathError):
-            document.set(path, value)
-        assert document.to_text() == text
-        return
-    document.set(path, value)
-    assert same_value(document.get(path), value)
-    for other, before in _leaf_paths(data).items():
-        if other[: len(path)] != path and path[: len(other)] != other:
-            assert same_value(document.get(other), before), other
-    reloaded = load(FORMAT, document.to_text(), origin="prop")
-    assert same_value(reloaded.keys_flat(), document.keys_flat())
-
-
-@_settings
-@given(data=_docs, draw=st.data())
-def test_property_delete_removes_only_that_key(data: dict[str, Any], draw: st.DataObject) -> None:
-    existing = _all_paths(data)
-    if not existing:
-        return
-    document = load(FORMAT, dump(data), origin="prop")
-    path = draw.draw(st.sampled_from(existing))
-    document.delete(path)
-    assert document.get(path) is MISSING
-    for other, before in _leaf_paths(data).items():
-        if other[: len(path)] != path:
-            assert same_value(document.get(other), before), other
-    reloaded = load(FORMAT, document.to_text(), origin="prop")
-    assert same_value(reloaded.keys_flat(), document.keys_flat())
+(
+    test_property_load_dump_round_trip,
+    test_property_set_then_get_and_nothing_else_changes,
+    test_property_delete_removes_only_that_key,
+) = property_tests(FORMAT, dump)

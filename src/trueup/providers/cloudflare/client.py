@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from trueup.providers.http import AmbiguousWrite, HttpClient, ProviderError, fan_out
+from trueup.providers.http import AmbiguousWrite, HttpClient, ProviderError, fan_out, json_object
 
 JSON = dict[str, Any]
 IDENTICAL_RECORD = 81058
@@ -30,11 +30,8 @@ EMAIL_PAGE = 50
 
 
 def parse_error(response: httpx.Response) -> tuple[str, list[int | str]]:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.reason_phrase or "error", []
-    errors = body.get("errors") if isinstance(body, dict) else None
+    body = json_object(response)
+    errors = body.get("errors") if body is not None else None
     if not errors:
         return response.reason_phrase or "error", []
     messages = [f"{e.get('message', '')} ({e.get('code')})" for e in errors if isinstance(e, dict)]

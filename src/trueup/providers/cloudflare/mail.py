@@ -11,7 +11,7 @@ declared field trueup cannot make true, so it needs a person.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from trueup.kinds.base import Decision, ObserveContext
 from trueup.model import ActionType, Applied, Observed, Resource
@@ -22,13 +22,33 @@ from trueup.providers.remote import RemoteKind, recorded_id
 JSON = dict[str, Any]
 
 
-class EmailRoutingKind(RemoteKind):
-    name = "cloudflare.email_routing"
+def _domain(resource: Resource) -> str:
+    return resource.target.partition(":")[2]
+
+
+class _ZoneSettingKind(RemoteKind):
+    """A setting every zone has: writing it creates nothing; undeclared, it is left as is."""
+
     provider = "cloudflare"
     removal = "forget"
+    #: The id of the setting when Cloudflare's answer carries neither an id nor a tag.
+    fallback_id: ClassVar[str]
+
+    def ident(self, raw: JSON) -> str:
+        return str(raw.get("id") or raw.get("tag") or self.fallback_id)
+
+    def create(
+        self, resource: Resource, payload: Mapping[str, Any], session: CloudflareSession
+    ) -> JSON:
+        return self.update(resource, payload, session)
+
+
+class EmailRoutingKind(_ZoneSettingKind):
+    name = "cloudflare.email_routing"
+    fallback_id = "routing"
 
     def noun(self, resource: Resource) -> str:
-        return f"email routing of {resource.target.partition(':')[2]}"
+        return f"email routing of {_domain(resource)}"
 
     def desired(self, resource: Resource) -> JSON:
         return {"enabled": bool(resource.spec["enabled"])}
@@ -37,9 +57,6 @@ class EmailRoutingKind(RemoteKind):
         self, resource: Resource, applied: Applied | None, session: CloudflareSession
     ) -> JSON | None:
         return session.routing
-
-    def ident(self, raw: JSON) -> str:
-        return str(raw.get("id") or raw.get("tag") or "routing")
 
     def view(self, raw: JSON, resource: Resource, applied: Applied | None) -> JSON:
         return {"enabled": bool(raw.get("enabled"))}
@@ -57,7 +74,7 @@ class EmailRoutingKind(RemoteKind):
         decision = super().plan(resource, observed, applied, force)
         if resource is None or decision.type is not ActionType.WRITE_CONFIG:
             return decision
-        domain = resource.target.partition(":")[2]
+        domain = _domain(resource)
         summary = (
             f"turn email routing of {domain} on (mail level forward): Cloudflare takes over "
             "the domain's MX records"
@@ -81,11 +98,6 @@ class EmailRoutingKind(RemoteKind):
     ) -> JSON | None:
         return session.read.routing(session.zone_id)
 
-    def create(
-        self, resource: Resource, payload: Mapping[str, Any], session: CloudflareSession
-    ) -> JSON:
-        return self.update(resource, payload, session)
-
     def update(
         self, resource: Resource, payload: Mapping[str, Any], session: CloudflareSession
     ) -> JSON:
@@ -101,13 +113,15 @@ def _forward_to(actions: Any) -> tuple[str, list[str]]:
     return "drop", []
 
 
+def _actions(action: str, forward_to: list[str]) -> list[JSON]:
+    """A rule's actions: forward to the addresses, or drop the mail."""
+    return [{"type": action, "value": forward_to}] if action == "forward" else [{"type": "drop"}]
+
+
 def _rule_body(address: str, action: str, forward_to: list[str], enabled: bool) -> JSON:
-    actions: list[JSON] = (
-        [{"type": action, "value": forward_to}] if action == "forward" else [{"type": "drop"}]
-    )
     return {
         "matchers": [{"type": "literal", "field": "to", "value": address}],
-        "actions": actions,
+        "actions": _actions(action, forward_to),
         "enabled": enabled,
         "name": f"trueup: {address}",
         "priority": 0,
@@ -195,13 +209,12 @@ class EmailRuleKind(RemoteKind):
         ]
 
 
-class CatchAllKind(RemoteKind):
+class CatchAllKind(_ZoneSettingKind):
     name = "cloudflare.catch_all"
-    provider = "cloudflare"
-    removal = "forget"
+    fallback_id = "catch_all"
 
     def noun(self, resource: Resource) -> str:
-        return f"catch-all of {resource.target.partition(':')[2]}"
+        return f"catch-all of {_domain(resource)}"
 
     def desired(self, resource: Resource) -> JSON:
         spec = resource.spec
@@ -213,9 +226,6 @@ class CatchAllKind(RemoteKind):
     ) -> JSON | None:
         return session.catch_all
 
-    def ident(self, raw: JSON) -> str:
-        return str(raw.get("id") or raw.get("tag") or "catch_all")
-
     def view(self, raw: JSON, resource: Resource, applied: Applied | None) -> JSON:
         action, forward_to = _forward_to(raw.get("actions"))
         return {"action": action, "forward_to": forward_to, "enabled": bool(raw.get("enabled"))}
@@ -225,23 +235,13 @@ class CatchAllKind(RemoteKind):
     ) -> JSON | None:
         return session.read.catch_all(session.zone_id)
 
-    def create(
-        self, resource: Resource, payload: Mapping[str, Any], session: CloudflareSession
-    ) -> JSON:
-        return self.update(resource, payload, session)
-
     def update(
         self, resource: Resource, payload: Mapping[str, Any], session: CloudflareSession
     ) -> JSON:
         want = self.desired(resource)
-        actions: list[JSON] = (
-            [{"type": "forward", "value": want["forward_to"]}]
-            if want["action"] == "forward"
-            else [{"type": "drop"}]
-        )
         body = {
             "matchers": [{"type": "all"}],
-            "actions": actions,
+            "actions": _actions(want["action"], want["forward_to"]),
             "enabled": True,
             "name": "trueup: catch-all",
         }

@@ -28,6 +28,19 @@ def key_digest(value: str) -> str:
     return sha256_hex(value.encode("utf-8"))
 
 
+def _app_of(session: CoolifySession, ctx: ObserveContext, spec: Mapping[str, Any]) -> str | None:
+    """The uuid of the chat app the key belongs to, once it exists."""
+    return app_uuid(session, ctx, spec["app_resource"], spec["app"], spec["environment"])
+
+
+def _key_entry(envs: list[JSON], key: str) -> JSON | None:
+    """The app's (non-preview) environment variable holding the key."""
+    for item in envs:
+        if item.get("key") == key and not item.get("is_preview"):
+            return item
+    return None
+
+
 class SigningKeyKind(RemoteKind):
     name = "coolify.signing_key"
     provider = "coolify"
@@ -39,17 +52,15 @@ class SigningKeyKind(RemoteKind):
     def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
         session: CoolifySession = service(ctx, self.provider)
         spec = resource.spec
-        uuid = app_uuid(session, ctx, spec["app_resource"], spec["app"], spec["environment"])
+        uuid = _app_of(session, ctx, spec)
         if uuid is None:
             return ABSENT
-        for item in session.envs.get(uuid, []):
-            if item.get("key") == spec["key"] and not item.get("is_preview"):
-                value = str(item.get("value") or "")
-                register_secret(value)
-                return Observed(
-                    "present", key_digest(value), {"id": str(item["uuid"]), "app": uuid}
-                )
-        return Observed("absent", None, {"app": uuid})
+        item = _key_entry(session.envs.get(uuid, []), spec["key"])
+        if item is None:
+            return Observed("absent", None, {"app": uuid})
+        value = str(item.get("value") or "")
+        register_secret(value)
+        return Observed("present", key_digest(value), {"id": str(item["uuid"]), "app": uuid})
 
     def plan(
         self,
@@ -105,7 +116,7 @@ class SigningKeyKind(RemoteKind):
             return None
         session: CoolifySession = service(ctx, self.provider)
         spec = resource.spec
-        uuid = app_uuid(session, ctx, spec["app_resource"], spec["app"], spec["environment"])
+        uuid = _app_of(session, ctx, spec)
         if uuid is None:
             raise RuntimeError(f"coolify: chat app {spec['app']!r} does not exist")
         key = secrets.token_urlsafe(48)
@@ -125,19 +136,18 @@ class SigningKeyKind(RemoteKind):
             return Evidence("passed", "none", message="no longer managed")
         session: CoolifySession = service(ctx, self.provider)
         spec = resource.spec
-        uuid = app_uuid(session, ctx, spec["app_resource"], spec["app"], spec["environment"])
-        envs = session.read.envs(uuid) if uuid else []
-        for item in envs:
-            if item.get("key") == spec["key"] and not item.get("is_preview"):
-                found = key_digest(str(item.get("value") or ""))
-                ok = found == session.key_digests.get(resource.id)
-                return Evidence(
-                    "passed" if ok else "failed",
-                    "read-back",
-                    found,
-                    message="" if ok else "the key read back is not the one written",
-                )
-        return Evidence("failed", "read-back", None, message=f"{self.noun(resource)} not found")
+        uuid = _app_of(session, ctx, spec)
+        item = _key_entry(session.read.envs(uuid) if uuid else [], spec["key"])
+        if item is None:
+            return Evidence("failed", "read-back", None, message=f"{self.noun(resource)} not found")
+        found = key_digest(str(item.get("value") or ""))
+        ok = found == session.key_digests.get(resource.id)
+        return Evidence(
+            "passed" if ok else "failed",
+            "read-back",
+            found,
+            message="" if ok else "the key read back is not the one written",
+        )
 
     def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
         return ""

@@ -14,18 +14,15 @@ from typing import Any
 
 import httpx
 
-from trueup.providers.http import AmbiguousWrite, HttpClient, ProviderError
+from trueup.providers.http import AmbiguousWrite, HttpClient, ProviderError, json_object
 
 JSON = dict[str, Any]
 ATTEMPTS = 3
 
 
 def parse_error(response: httpx.Response) -> tuple[str, list[int | str]]:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.reason_phrase or "error", []
-    if not isinstance(body, dict):
+    body = json_object(response)
+    if body is None:
         return response.reason_phrase or "error", []
     message = str(body.get("message") or body.get("error") or response.reason_phrase)
     errors = body.get("errors")

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from trueup.providers.coolify.client import CoolifyClient
-from trueup.providers.http import ProviderError, fan_out
+from trueup.providers.http import fan_out, gone_is_none
 from trueup.providers.remote import Session
 from trueup.redact import register_secret
 
@@ -140,12 +140,7 @@ class CoolifySession(Session):
         return self.read.environment(self.project_uuid, name)
 
     def _envs_of(self, uuid: str) -> list[JSON] | None:
-        try:
-            return self.read.envs(uuid)
-        except ProviderError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return gone_is_none(self.read.envs, uuid)
 
     def adopt_project(self, uuid: str) -> None:
         self.project = {"uuid": uuid, "name": self.project_name, "environments": []}

@@ -8,12 +8,12 @@ before trueup), a new secret can be issued, which invalidates any old one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trueup.kinds.base import Decision, ObserveContext
 from trueup.model import ActionType, Applied, Observed, Resource
-from trueup.providers.http import ProviderError
+from trueup.providers.http import ProviderError, gone_is_none
 from trueup.providers.remote import RemoteKind, applied_record, recorded_id
 from trueup.providers.zitadel.session import ZitadelSession
 
@@ -35,6 +35,17 @@ WITH_SECRET = frozenset({"OIDC_AUTH_METHOD_TYPE_BASIC", "OIDC_AUTH_METHOD_TYPE_P
 def _split(object_id: str | None) -> tuple[str, str]:
     project, _, item = (object_id or "").partition(":")
     return project, item
+
+
+def _read_in_project(
+    read: Callable[[str, str, str], JSON | None], session: ZitadelSession, object_id: str | None
+) -> JSON | None:
+    """A fresh read of an app or a grant (``PROJECT:ITEM``), tagged with its project."""
+    project, item = _split(object_id)
+    if not item:
+        return None
+    found = gone_is_none(read, session.org_id, project, item)
+    return {**found, "_project": project} if found else None
 
 
 def _app_config(spec: Mapping[str, Any]) -> JSON:
@@ -140,16 +151,7 @@ class OidcAppKind(RemoteKind):
     def read_back(
         self, resource: Resource, object_id: str | None, session: ZitadelSession
     ) -> JSON | None:
-        project, app = _split(object_id)
-        if not app:
-            return None
-        try:
-            found = session.read.app(session.org_id, project, app)
-        except ProviderError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return {**found, "_project": project} if found else None
+        return _read_in_project(session.read.app, session, object_id)
 
     def _secret_name(self, resource: Resource, session: ZitadelSession) -> str:
         spec = resource.spec
@@ -251,16 +253,7 @@ class ProjectGrantKind(RemoteKind):
     def read_back(
         self, resource: Resource, object_id: str | None, session: ZitadelSession
     ) -> JSON | None:
-        project, grant = _split(object_id)
-        if not grant:
-            return None
-        try:
-            found = session.read.grant(session.org_id, project, grant)
-        except ProviderError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return {**found, "_project": project} if found else None
+        return _read_in_project(session.read.grant, session, object_id)
 
     def create(
         self, resource: Resource, payload: Mapping[str, Any], session: ZitadelSession

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from trueup.providers.http import HttpClient, ProviderError, fan_out
+from trueup.providers.http import HttpClient, ProviderError, fan_out, json_object
 
 JSON = dict[str, Any]
 ORG_HEADER = "x-zitadel-orgid"
@@ -26,11 +26,8 @@ EQUALS = "TEXT_QUERY_METHOD_EQUALS"
 
 
 def parse_error(response: httpx.Response) -> tuple[str, list[int | str]]:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.reason_phrase or "error", []
-    if not isinstance(body, dict):
+    body = json_object(response)
+    if body is None:
         return response.reason_phrase or "error", []
     message = str(body.get("message") or response.reason_phrase)
     codes: list[int | str] = [message]

@@ -12,7 +12,7 @@ from typing import Any
 
 from trueup.kinds.base import Decision, ObserveContext
 from trueup.model import Applied, Observed, Resource
-from trueup.providers.http import ProviderError
+from trueup.providers.http import gone_is_none
 from trueup.providers.remote import RemoteKind, recorded_id
 from trueup.providers.zitadel.session import ZitadelSession
 
@@ -207,13 +207,8 @@ class RoleKind(RemoteKind):
         if not object_id:
             return None
         project, _, key = object_id.partition(":")
-        try:
-            roles = session.read.roles(session.org_id, project)
-        except ProviderError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        for role in roles:
+        roles = gone_is_none(session.read.roles, session.org_id, project)
+        for role in roles or []:
             if role.get("key") == key:
                 return {**role, "_project": project}
         return None

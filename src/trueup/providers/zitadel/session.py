@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from trueup.providers.http import ProviderError, fan_out
+from trueup.providers.http import fan_out, gone_is_none
 from trueup.providers.remote import Session
 from trueup.providers.secretstore import SecretStore
 from trueup.providers.zitadel.client import ZitadelClient
@@ -85,11 +85,11 @@ class ZitadelSession(Session):
         }
         if known.org is not None and known.org[1] == self.org_name:
             org_id = known.org[0]
-            jobs[("projects", "")] = partial(self._gone_is_none, self.read.projects, org_id)
+            jobs[("projects", "")] = partial(gone_is_none, self.read.projects, org_id)
             for pid in known.projects:
                 for table in TABLES:
                     reader = getattr(self.read, table)
-                    jobs[(table, pid)] = partial(self._gone_is_none, reader, org_id, pid)
+                    jobs[(table, pid)] = partial(gone_is_none, reader, org_id, pid)
         early = dict(zip(jobs, fan_out(lambda job: job(), list(jobs.values())), strict=True))
         self.granted_orgs = {name: early[("granted", name)] for name in granted}
         self.org = early.pop(("org", "")) or self.read.org_by_name(self.org_name)
@@ -131,15 +131,6 @@ class ZitadelSession(Session):
     def _org_id_named(self, name: str) -> str | None:
         org = self.read.org_by_name(name)
         return str(org["id"]) if org else None
-
-    @staticmethod
-    def _gone_is_none(read: Callable[..., list[JSON]], *args: str) -> list[JSON] | None:
-        try:
-            return read(*args)
-        except ProviderError as exc:
-            if exc.status == 404:
-                return None
-            raise
 
     def adopt_org(self, org_id: str) -> None:
         self.org = {"id": org_id, "name": self.org_name}

@@ -7,18 +7,17 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from trueup.testing._util import FakeHTTPError, json_response, read_body_json
+from trueup.testing._util import json_response, read_body_json
 from trueup.testing.cloudflare import envelope as env
 from trueup.testing.cloudflare.base import API_PREFIX
 from trueup.testing.cloudflare.state import CloudflareState
-from trueup.testing.control import control_routes
+from trueup.testing.fakeapp import fake_app
 from trueup.testing.faults import Faults
-from trueup.testing.middleware import BearerAuthMiddleware, FaultMiddleware, ProviderProfile
+from trueup.testing.middleware import ProviderProfile
 from trueup.testing.requestlog import RequestLog
 
 DEFAULT_TOKEN = "trueup-fake-cloudflare-token"
@@ -199,11 +198,6 @@ def _routes(state: CloudflareState) -> list[BaseRoute]:
     ]
 
 
-async def _fake_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, FakeHTTPError)
-    return json_response(exc.body, exc.status, exc.headers)
-
-
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
@@ -227,17 +221,12 @@ def create_app(
     and ``app.state.log``.
     """
     state = state if state is not None else CloudflareState()
-    faults = faults if faults is not None else Faults()
-    log = log if log is not None else RequestLog(PROFILE.name)
-    app = Starlette(
-        routes=[*control_routes(state, faults, log), *_routes(state)],
-        middleware=[
-            Middleware(FaultMiddleware, profile=PROFILE, faults=faults, log=log),
-            Middleware(BearerAuthMiddleware, profile=PROFILE, token=token),
-        ],
-        exception_handlers={FakeHTTPError: _fake_error, HTTPException: _http_error},
+    return fake_app(
+        state,
+        _routes(state),
+        profile=PROFILE,
+        http_error=_http_error,
+        token=token,
+        faults=faults,
+        log=log,
     )
-    app.state.fake = state
-    app.state.faults = faults
-    app.state.log = log
-    return app

@@ -6,18 +6,17 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from trueup.testing._util import FakeHTTPError, json_response, read_body_json
-from trueup.testing.control import control_routes
 from trueup.testing.coolify.base import API_PREFIX
 from trueup.testing.coolify.state import CoolifyState
 from trueup.testing.coolify.validation import require_json_object
+from trueup.testing.fakeapp import fake_app
 from trueup.testing.faults import Faults
-from trueup.testing.middleware import BearerAuthMiddleware, FaultMiddleware, ProviderProfile
+from trueup.testing.middleware import ProviderProfile
 from trueup.testing.requestlog import RequestLog
 
 DEFAULT_TOKEN = "trueup-fake-coolify-token"
@@ -160,11 +159,6 @@ def _routes(state: CoolifyState) -> list[BaseRoute]:
     ]
 
 
-async def _fake_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, FakeHTTPError)
-    return json_response(exc.body, exc.status, exc.headers)
-
-
 async def _http_error(request: Request, exc: Exception) -> Response:
     """Laravel's wording for unknown routes and wrong methods."""
     assert isinstance(exc, HTTPException)
@@ -189,22 +183,13 @@ def create_app(
 ) -> Starlette:
     """Build the fake; ``app.state.fake`` / ``.faults`` / ``.log`` hold the handles."""
     state = state if state is not None else CoolifyState()
-    faults = faults if faults is not None else Faults()
-    log = log if log is not None else RequestLog(PROFILE.name)
-    app = Starlette(
-        routes=[*control_routes(state, faults, log), *_routes(state)],
-        middleware=[
-            Middleware(FaultMiddleware, profile=PROFILE, faults=faults, log=log),
-            Middleware(
-                BearerAuthMiddleware,
-                profile=PROFILE,
-                token=token,
-                public_paths=frozenset({"/api/health", f"{API_PREFIX}/health"}),
-            ),
-        ],
-        exception_handlers={FakeHTTPError: _fake_error, HTTPException: _http_error},
+    return fake_app(
+        state,
+        _routes(state),
+        profile=PROFILE,
+        http_error=_http_error,
+        token=token,
+        faults=faults,
+        log=log,
+        public_paths=frozenset({"/api/health", f"{API_PREFIX}/health"}),
     )
-    app.state.fake = state
-    app.state.faults = faults
-    app.state.log = log
-    return app
