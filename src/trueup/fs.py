@@ -135,8 +135,15 @@ class ReadOnlyFS:
     def read_bytes(self, path: Path | str, st: os.stat_result | None = None) -> bytes:
         st = st or os.lstat(path)
         self._check_size(path, st.st_size)
-        with open(path, "rb") as handle:
-            data = handle.read(self.max_file_bytes + 1)
+        # Ask for the size stat gave (+1 to notice growth): asking for the limit
+        # would make Python allocate a 16 MiB buffer for every small file.
+        with open(path, "rb", buffering=0) as handle:
+            data = handle.read(st.st_size + 1)
+            while len(data) <= self.max_file_bytes and len(data) > st.st_size:
+                more = handle.read(self.max_file_bytes + 1 - len(data))
+                if not more:
+                    break
+                data += more
         self._check_size(path, len(data))
         return data
 
