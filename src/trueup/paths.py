@@ -77,9 +77,13 @@ class RootResolver:
         self._safe: set[str] = {self.root}
 
     def resolve(self, target: str) -> Path:
+        return Path(self.resolve_str(target))
+
+    def resolve_str(self, target: str) -> str:
+        """As ``resolve``, as a string: hot loops over many files skip pathlib."""
         parent, _, _ = target.rpartition("/")
         self._check_parent(parent, target)
-        return Path(self.root + "/" + target)
+        return self.root + "/" + target
 
     def _check_parent(self, parent: str, target: str) -> None:
         if not parent:

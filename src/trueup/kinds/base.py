@@ -39,6 +39,9 @@ class ObserveContext:
     def path(self, target: str) -> Path:
         return self.resolver.resolve(target)
 
+    def path_str(self, target: str) -> str:
+        return self.resolver.resolve_str(target)
+
 
 @dataclass(frozen=True)
 class ApplyContext(ObserveContext):

@@ -115,7 +115,7 @@ class FileKind(Kind):
 
     # -- observe ------------------------------------------------------------
     def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
-        path = ctx.path(resource.target)
+        path = ctx.path_str(resource.target)
         entry = ctx.fs.entry(path)
         if entry is None:
             return ABSENT

@@ -206,10 +206,15 @@ class Store:
             "WHERE target_key = :key",
             {"key": target_key},
         )
+        if not rows:
+            return {}
+        # One decode of all rows: per-row json.loads calls cost more than the parsing.
+        resources = json.loads("[" + ",".join(row[0] for row in rows) + "]")
+        details = json.loads("[" + ",".join(row[2] for row in rows) + "]")
         records = {}
-        for resource, dig, detail, revision, at in rows:
-            res = Resource.from_json(json.loads(resource))
-            records[res.id] = Applied(res, dig, json.loads(detail), revision, at)
+        for raw, detail, (_, dig, _, revision, at) in zip(resources, details, rows, strict=True):
+            res = Resource.from_json(raw)
+            records[res.id] = Applied(res, dig, detail, revision, at)
         return records
 
     def put_applied(self, target_key: str, records: Sequence[Applied]) -> None:
