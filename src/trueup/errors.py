@@ -50,9 +50,5 @@ class NotAuthorizedError(TrueupError):
     exit_code = ExitCode.AUTH
 
 
-class TransportError(TrueupError):
-    exit_code = ExitCode.TRANSPORT
-
-
 class ApplyFailedError(TrueupError):
     exit_code = ExitCode.FAILED

@@ -101,8 +101,3 @@ class RootResolver:
                     f"which is outside the root {self.root}"
                 )
         self._safe.add(folder)
-
-
-def resolve_under(root: Path, target: str) -> Path:
-    """One-off form of ``RootResolver(root).resolve(target)``."""
-    return RootResolver(root).resolve(target)

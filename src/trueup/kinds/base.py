@@ -75,7 +75,6 @@ class Kind:
 
     name: ClassVar[str]
     policies: ClassVar[tuple[str, ...]]
-    verify_methods: ClassVar[tuple[str, ...]] = ("digest",)
     #: False for kinds whose targets are remote APIs: no rollback material is
     #: kept (there is nothing to restore from), a failure leaves a checkpoint,
     #: and each action runs alone so it is journaled before its remote call.

@@ -68,7 +68,6 @@ class RemoteKind(Kind):
     provider: ClassVar[str]
     restorable = False
     policies = ("replace-if-unmodified",)
-    verify_methods = ("read-back",)
     #: What dropping the resource from the declaration does: delete it, or stop managing it.
     removal: ClassVar[str] = "delete"
     destroys_on_delete: ClassVar[bool] = False

@@ -8,7 +8,6 @@ schema still has exactly one definition (the migrations).
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -191,7 +190,3 @@ def sqlalchemy_url(url: str) -> str:
     if sqlite_path(url) is not None:
         return url
     return re.sub(r"^postgres(ql)?(\+psycopg)?://", "postgresql+psycopg://", url)
-
-
-def default_url(data_dir: Path) -> str:
-    return os.environ.get("TRUEUP_STATE") or f"sqlite:///{data_dir / 'state.db'}"
