@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -24,14 +24,6 @@ GlobArg = Annotated[
 ServiceArg = Annotated[str, typer.Argument(help="service:NAME")]
 
 
-def _say(out: Output, message: str, data: Any) -> None:
-    """The outcome of a successful command: an ``ok`` envelope, or the message as text."""
-    if out.json_mode:
-        out.envelope("ok", 0, message, data)
-    else:
-        out.print(message)
-
-
 @grant_app.command("add")
 def grant_add(
     actor: ActorArg,
@@ -48,7 +40,7 @@ def grant_add(
 
         engine = _engine(state)
         grant = authz.add_grant(engine.store, engine.actor, actor, permission, target)
-        _say(out, f"{grant.actor} may {grant.permission} {grant.target_glob}", grant.to_json())
+        out.report(f"{grant.actor} may {grant.permission} {grant.target_glob}", grant.to_json())
         return 0
 
     _run(out, body)
@@ -93,7 +85,7 @@ def grant_remove(
 
         engine = _engine(state)
         authz.remove_grant(engine.store, engine.actor, actor, permission, target)
-        _say(out, f"removed: {actor} {permission} {target}", None)
+        out.report(f"removed: {actor} {permission} {target}", None)
         return 0
 
     _run(out, body)
@@ -141,7 +133,7 @@ def token_revoke(
         engine = _engine(state)
         found = authz.revoke_token(engine.store, engine.actor, service)
         message = f"token of {service} revoked" if found else f"{service} had no token"
-        _say(out, message, {"revoked": found})
+        out.report(message, {"revoked": found})
         return 0
 
     _run(out, body)

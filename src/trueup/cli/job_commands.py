@@ -58,10 +58,7 @@ def worker(
             f"{stats.succeeded} succeeded, {stats.failed} failed, {stats.aborted} stopped, "
             f"{stats.lost} taken over"
         )
-        if json_out:
-            out.envelope("ok", 0, message, stats.to_json())
-        else:
-            out.print(message)
+        out.report(message, stats.to_json())
         return 0
 
     _run(out, body)
@@ -146,10 +143,7 @@ def jobs_resume(
                     "or use --here",
                 )
             message = f"run {run_id} queued again; a worker resumes it from its checkpoint"
-            if json_out:
-                out.envelope("queued", 0, message, {"run": run_id})
-            else:
-                out.print(message)
+            out.report(message, {"run": run_id}, "queued")
             return 0
         load_handlers(imports or ())
         from trueup.execute.runner import Step
@@ -160,10 +154,7 @@ def jobs_resume(
         finally:
             runner.close()
         message = f"run {run_id} {result.status}"
-        if json_out:
-            out.envelope(result.status, 0, message, result.to_json())
-        else:
-            out.print(message)
+        out.report(message, result.to_json(), result.status)
         return 0
 
     _run(out, body)

@@ -215,10 +215,7 @@ def apply(
 
             run_id = enqueue_apply(engine, prepared, typed)
             message = f"queued as run {run_id}; a worker applies it (trueup worker)"
-            if json_out:
-                out.envelope("queued", 0, message, {"plan": _plan_json(expected), "run": run_id})
-            else:
-                out.print(message)
+            out.report(message, {"plan": _plan_json(expected), "run": run_id}, "queued")
             return int(ExitCode.OK)
         if not (yes or no_input or typed is not None):
             if not sys.stdin.isatty():
@@ -371,10 +368,7 @@ def state_migrate(
         url = Settings.from_env(state=state).state_url
         revision = migrate(url)
         message = f"{redact_url(url)} is at schema {revision}"
-        if json_out:
-            out.envelope("ok", 0, message, {"revision": revision})
-        else:
-            out.print(message)
+        out.report(message, {"revision": revision})
         return 0
 
     _run(out, body)

@@ -54,6 +54,13 @@ class Output:
         }
         sys.stdout.write(redact(json.dumps(document, indent=2, sort_keys=True, default=str)) + "\n")
 
+    def report(self, message: str, data: Any, status: str = "ok", code: int = 0) -> None:
+        """A command's one-line outcome: the message for people, or an envelope."""
+        if self.json_mode:
+            self.envelope(status, code, message, data)
+        else:
+            self.print(message)
+
     def print(self, *parts: Any) -> None:
         if not self.json_mode:
             self.console.print(*(_scrub(p) for p in parts))
