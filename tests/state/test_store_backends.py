@@ -203,3 +203,29 @@ def test_the_offline_script_builds_what_the_online_migrations_build(
     online, offline = _catalog(online_url), _catalog(scripted_url)
     assert online["version"] == [(schema.HEAD,)] and len(online["triggers"]) == 2
     assert online == offline
+
+
+def _sqlite_catalog(path: Path) -> list[tuple[str, ...]]:
+    """Every table, index and trigger with its DDL (whitespace aside), then the version."""
+    db = Database(f"sqlite:///{path}")
+    try:
+        rows = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name")
+        rows = [(*row[:3], " ".join((row[3] or "").split())) for row in rows]
+        return [*rows, *db.execute("SELECT version_num FROM alembic_version")]
+    finally:
+        db.close()
+
+
+def test_a_new_sqlite_store_is_built_by_the_shipped_script_as_alembic_builds_it(
+    tmp_path: Path,
+) -> None:
+    """The first run on a machine skips Alembic: the script must stay what it generates."""
+    assert schema.HEAD_SQLITE.read_text(encoding="utf-8") == schema.migration_sql("sqlite"), (
+        "regenerate it: trueup state migrate --sql sqlite > src/trueup/state/migrations/head-sqlite.sql"
+    )
+    Store.open(f"sqlite:///{tmp_path / 'scripted.db'}").close()
+    schema.migrate(f"sqlite:///{tmp_path / 'online.db'}")
+    scripted, online = _sqlite_catalog(tmp_path / "scripted.db"), _sqlite_catalog(tmp_path / "online.db")
+    assert ("trigger", "audit_append_only_update") in [row[:2] for row in scripted]
+    assert scripted[-1] == (schema.HEAD,)
+    assert scripted == online

@@ -113,6 +113,10 @@ class Database:
             _raise_unique(exc)
             raise
 
+    def script(self, sql: str) -> None:
+        """Run a multi-statement SQLite script (its own BEGIN ... COMMIT)."""
+        self._sqlite.executescript(sql)
+
     def one(self, sql: str, params: Params | None = None) -> Row | None:
         rows = self.execute(sql, params)
         return rows[0] if rows else None
