@@ -46,6 +46,8 @@ class Prepared:
     observed: dict[str, Observed]
     plan: Plan
     fs: ReadOnlyFS
+    #: The target's run history when observation began (``Store.run_history``).
+    history: str
 
 
 class Engine:
@@ -96,6 +98,7 @@ class Engine:
         target = Target("profile", profile.id, profile.name, str(root))
         if permission is not None:
             self.gates(target, _EVENT[permission]).authorize(permission)
+        history = self.store.run_history(target.key)
         applied = self.store.applied(target.key)
         resources = {r.id: r for r in profile.resources}
         observed = observe_all(
@@ -116,7 +119,7 @@ class Engine:
         )
         self.store.save_stat_cache(cache)
         self.store.replace_drift(target.key, drift_items(plan))
-        return Prepared(profile, target, root, resources, applied, observed, plan, fs)
+        return Prepared(profile, target, root, resources, applied, observed, plan, fs, history)
 
     def plan(self, path: Path, root: Path, force: Iterable[str] = ()) -> Prepared:
         """A plan for a person to review; computing it is audited."""
@@ -151,12 +154,21 @@ class Engine:
         expected: Plan | None = None,
         progress: Callable[[int], None] | None = None,
         confirmation: str | None = None,
+        paused: bool = False,
     ) -> RunResult | None:
         """Run the plan behind the gates; ``None`` when there is nothing to do.
 
         Gates in order (execute/gates.py): authorization, staleness, typed
         confirmation of destroying steps, the lock. Refusals and the result
         are audited as ``plan.applied``.
+
+        Once the lock is held, everything is observed and planned again and
+        must give the same plan, when it may have moved: ``paused`` (a person
+        reviewed the plan, so time passed) or another run of the target
+        started since ``prepared`` was observed. Otherwise the plan is
+        milliseconds old and no trueup touched the target since: observing
+        10,000 files a second time would only double the cost of an apply
+        (each write still re-checks its source's digest).
         """
         plan = prepared.plan
         gates = self.gates(prepared.target, "plan.applied", plan.digest)
@@ -172,12 +184,14 @@ class Engine:
             return None
         run = gates.lock(plan)
         reach("run-started")
-        try:
-            fresh = self.prepare(Path(plan.source), prepared.root, plan.force, permission=None)
-            gates.fresh(plan, fresh.plan)
-        except BaseException:
-            self.store.set_run_status(run.id, "refused", "refused", "plan went stale")
-            raise
+        fresh = prepared
+        if paused or self.store.run_history(prepared.target.key, run.id) != prepared.history:
+            try:
+                fresh = self.prepare(Path(plan.source), prepared.root, plan.force, permission=None)
+                gates.fresh(plan, fresh.plan)
+            except BaseException:
+                self.store.set_run_status(run.id, "refused", "refused", "plan went stale")
+                raise
         self.store.record_revision(prepared.profile.id, prepared.profile.digest)
         result = self._execute(run, fresh, 0, progress)
         self._audit_applied(prepared.target, plan.digest, result)

@@ -225,7 +225,10 @@ def test_a_new_sqlite_store_is_built_by_the_shipped_script_as_alembic_builds_it(
     )
     Store.open(f"sqlite:///{tmp_path / 'scripted.db'}").close()
     schema.migrate(f"sqlite:///{tmp_path / 'online.db'}")
-    scripted, online = _sqlite_catalog(tmp_path / "scripted.db"), _sqlite_catalog(tmp_path / "online.db")
+    scripted, online = (
+        _sqlite_catalog(tmp_path / "scripted.db"),
+        _sqlite_catalog(tmp_path / "online.db"),
+    )
     assert ("trigger", "audit_append_only_update") in [row[:2] for row in scripted]
     assert scripted[-1] == (schema.HEAD,)
     assert scripted == online

@@ -202,8 +202,10 @@ def apply(
                 out.print(f"nothing to change: {outcome.value}")
             return int(outcome.exit_code)
         typed = confirm
+        paused = False  # whether a person was asked, so time passed since the plan
         risky = needs_confirmation(expected.actions)
         if risky and typed is None and not no_input and sys.stdin.isatty():
+            paused = True
             typed = typer.prompt(
                 f"This plan destroys or migrates data. Type the target's name "
                 f"({expected.target.name}) to confirm",
@@ -223,10 +225,11 @@ def apply(
                     "refusing to apply without confirmation: no terminal to ask on",
                     hint="review the plan, then rerun with --yes (or --no-input for timers)",
                 )
+            paused = True
             if not typer.confirm(f"Apply {len(expected.changes)} change(s)?", default=False):
                 out.print("nothing was changed")
                 return int(ExitCode.OK)
-        result = _apply_with_progress(out, engine, prepared, expected, typed)
+        result = _apply_with_progress(out, engine, prepared, expected, typed, paused)
         if json_out:
             data = {"plan": _plan_json(expected), "run": result.to_json() if result else None}
             out.envelope(result.outcome.value, result.outcome.exit_code, result.message, data)
@@ -238,17 +241,21 @@ def apply(
 
 
 def _apply_with_progress(
-    out: Output, engine: Any, prepared: Any, expected: Any, typed: str | None
+    out: Output, engine: Any, prepared: Any, expected: Any, typed: str | None, paused: bool
 ) -> Any:
     total = len(expected.changes)
     if out.json_mode or total <= 40 or not out.console.is_terminal:
-        return engine.apply(prepared, expected, confirmation=typed)
+        return engine.apply(prepared, expected, confirmation=typed, paused=paused)
     from rich.progress import Progress
 
     with Progress(console=out.console, transient=True) as progress:
         task = progress.add_task("applying", total=total)
         return engine.apply(
-            prepared, expected, lambda n: progress.advance(task, n), confirmation=typed
+            prepared,
+            expected,
+            lambda n: progress.advance(task, n),
+            confirmation=typed,
+            paused=paused,
         )
 
 

@@ -10,6 +10,12 @@ rows move to ``running`` in one transaction, its writes are committed with one
 file-system sync, and its results are recorded in one transaction. Every
 guarantee holds per action, only the durability barriers are shared.
 
+Right before a batch keeps its rollback material, each local resource in
+it is observed again and must still be what the plan was computed from: a
+file edited while the run was planning or writing is never overwritten, and
+the run fails with everything restored (so apply need not observe all of a
+large profile twice to be safe against edits made meanwhile).
+
 Remote kinds (``restorable = False``) have nothing to restore from: each of
 their actions runs alone, journaled ``running`` before its call, and what the
 provider returned is recorded right after it; on failure the completed ones
@@ -27,7 +33,7 @@ from types import FrameType
 from typing import Any
 
 from trueup import kinds
-from trueup.errors import TrueupError
+from trueup.errors import ConflictError, TrueupError
 from trueup.execute.crashpoints import reach
 from trueup.execute.rollback import Capture, RollbackStore
 from trueup.execute.verification import verify_command
@@ -135,12 +141,14 @@ class Executor:
         # A queued job's run outlives this plan: the job runner finishes it.
         self.finish_run = finish_run
         self.results: list[ActionResult] = []
+        self._observed: Mapping[str, str] = {}
         self._in_flight: list[tuple[int, str]] = []
         # Remote kinds: what each call returned, and the actions now in flight.
         self._learned: dict[int, dict[str, Any]] = {}
         self._current: list[tuple[int, Action]] = []
 
     def execute(self, plan: Plan, first_seq: int = 0) -> RunResult:
+        self._observed = plan.observed
         journaled = [a for a in plan.actions if a.type is not ActionType.NO_OP]
         self.store.add_actions(self.run.id, journaled, first_seq)
         reach("journal-pending")
@@ -212,6 +220,8 @@ class Executor:
             yield batch
 
     def _batch(self, batch: Sequence[tuple[int, Action]]) -> None:
+        for _, action in batch:
+            self._unmoved(action)
         captures = [
             Capture(
                 seq,
@@ -254,6 +264,19 @@ class Executor:
         reach("journal-succeeded")
         if self.progress:
             self.progress(len(batch))
+
+    def _unmoved(self, action: Action) -> None:
+        """Refuse to mutate a local resource that moved since it was observed."""
+        kind = kinds.get(action.kind)
+        expected = self._observed.get(action.resource_id)
+        if not kind.restorable or expected is None:
+            return
+        now = kind.observe(self._resource(action), self.read_ctx).identity()
+        if now != expected:
+            raise ConflictError(
+                f"{action.resource_id!r} changed after the plan was computed; it was left as it is",
+                hint="compute the plan again and review it",
+            )
 
     def _record(self, done: Sequence[tuple[int, Action, Evidence]]) -> None:
         keep: list[Applied] = []

@@ -292,6 +292,14 @@ class Store:
         )
         return run_from_row(row) if row else None
 
+    def run_history(self, target_key: str, excluding: str = "") -> str:
+        """A marker that changes whenever a run of the target starts (``excluding`` one)."""
+        row = self.db.one(
+            "SELECT COUNT(*), MAX(started_at) FROM runs WHERE target_key = :key AND id != :own",
+            {"key": target_key, "own": excluding},
+        )
+        return f"{row[0]}:{row[1]}" if row else "0:None"
+
     def run(self, run_id: str) -> RunInfo | None:
         row = self.db.one(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = :id", {"id": run_id})
         return run_from_row(row) if row else None
