@@ -52,6 +52,45 @@ def test_racy_entry_is_rehashed(tmp_path: Path) -> None:
     assert fs.digest_file(path) == sha256_bytes(b"bbbb")
 
 
+def test_a_file_too_new_to_trust_is_not_recorded(tmp_path: Path) -> None:
+    """Storing it would only add a row every lookup ignores (a first apply writes 10,000)."""
+    path = tmp_path / "f"
+    path.write_bytes(b"fresh")
+    cache = StatCache()
+    cache.record(str(path), os.lstat(path), sha256_bytes(b"fresh"))
+    assert cache.dirty == {} and cache.entries == {}
+    age(path, RACY_WINDOW_NS / 1e9 + 5)
+    cache.record(str(path), os.lstat(path), sha256_bytes(b"fresh"))
+    assert list(cache.dirty) == [str(path)]
+
+
+def test_a_source_hashed_to_plan_is_not_read_again_to_write_it(tmp_path: Path) -> None:
+    path = tmp_path / "source"
+    path.write_bytes(b"declared")
+    age(path, 10)
+    cache = StatCache()
+    ReadOnlyFS(cache).digest_file(path)
+    os.chmod(path, 0)  # unreadable: only the remembered bytes can answer
+    try:
+        assert WritableFS(cache).read_bytes(path) == b"declared"
+    finally:
+        os.chmod(path, 0o644)
+    path.write_bytes(b"edited!!")  # same size, new mtime and ctime
+    assert WritableFS(cache).read_bytes(path) == b"edited!!"
+
+
+def test_new_or_large_files_are_never_remembered(tmp_path: Path) -> None:
+    fresh, big = tmp_path / "fresh", tmp_path / "big"
+    fresh.write_bytes(b"just written")
+    big.write_bytes(b"x" * 4096)
+    age(big, 10)
+    cache = StatCache(contents_budget=1024)
+    fs = ReadOnlyFS(cache)
+    fs.digest_file(fresh)
+    fs.digest_file(big)
+    assert cache.contents == {}
+
+
 def test_entry_recorded_long_after_mtime_is_trusted(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"x")

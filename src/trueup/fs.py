@@ -30,6 +30,7 @@ TEMP_MARK = ".trueup-tmp-"
 RACY_WINDOW_NS = 2_000_000_000
 
 StatKey = tuple[int, int, int, int]
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class FileTooLargeError(UsageError):
@@ -41,6 +42,10 @@ def stat_key(st: os.stat_result) -> StatKey:
 
 
 CacheEntry = tuple[StatKey, str, int]
+# Remembered file contents: small files only, 64 MiB in all (10,000 files of
+# a few KB fit; a tree of large files is read twice instead).
+CONTENTS_MAX_FILE = 1024 * 1024
+CONTENTS_BUDGET = 64 * 1024 * 1024
 
 
 @dataclass
@@ -56,6 +61,10 @@ class StatCache:
     dirty: dict[str, CacheEntry] = field(default_factory=dict)
     loader: Callable[[str], dict[str, CacheEntry]] | None = None
     loaded: set[str] = field(default_factory=set)
+    #: Bytes of small files hashed this run, trusted by the same rule as the
+    #: digests: a source read to plan is not read again to write it.
+    contents: dict[str, tuple[StatKey, bytes]] = field(default_factory=dict)
+    contents_budget: int = CONTENTS_BUDGET
 
     def lookup(self, path: str, st: os.stat_result) -> str | None:
         hit = self.entries.get(path)
@@ -85,7 +94,14 @@ class StatCache:
         self.loaded.add(folder)
 
     def record(self, path: str, st: os.stat_result, digest: str) -> None:
+        """Remember a digest, unless the file is too new to be trusted by its stat.
+
+        A racy entry would be ignored by every lookup until re-recorded, so
+        storing one (10,000 rows after a first apply) buys nothing.
+        """
         entry = (stat_key(st), digest, time.time_ns())
+        if self._racy(entry):
+            return
         old = self.entries.get(path)
         if old is not None and old[0] == entry[0] and old[1] == digest and not self._racy(old):
             return
@@ -95,6 +111,21 @@ class StatCache:
     @staticmethod
     def _racy(entry: tuple[StatKey, str, int]) -> bool:
         return entry[0][1] >= entry[2] - RACY_WINDOW_NS
+
+    def remember(self, path: str, st: os.stat_result, data: bytes) -> None:
+        """Keep a small, old file's bytes for the rest of the run, within the budget."""
+        if len(data) > CONTENTS_MAX_FILE or len(data) > self.contents_budget:
+            return
+        if st.st_mtime_ns >= time.time_ns() - RACY_WINDOW_NS:
+            return
+        self.contents[path] = (stat_key(st), data)
+        self.contents_budget -= len(data)
+
+    def recall(self, path: str, st: os.stat_result) -> bytes | None:
+        hit = self.contents.get(path)
+        if hit is None or hit[0] != stat_key(st):
+            return None
+        return hit[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,15 +166,22 @@ class ReadOnlyFS:
     def read_bytes(self, path: Path | str, st: os.stat_result | None = None) -> bytes:
         st = st or os.lstat(path)
         self._check_size(path, st.st_size)
-        # Ask for the size stat gave (+1 to notice growth): asking for the limit
-        # would make Python allocate a 16 MiB buffer for every small file.
-        with open(path, "rb", buffering=0) as handle:
-            data = handle.read(st.st_size + 1)
+        remembered = self.cache.recall(os.fspath(path), st)
+        if remembered is not None:
+            return remembered
+        # Plain os calls: open() costs a buffered file object (~10 us a file,
+        # a tenth of a second per 10,000). Ask for the size stat gave (+1 to
+        # notice growth), not the limit, which would allocate 16 MiB a file.
+        fd = os.open(path, os.O_RDONLY | _O_CLOEXEC)
+        try:
+            data = os.read(fd, st.st_size + 1)
             while len(data) <= self.max_file_bytes and len(data) > st.st_size:
-                more = handle.read(self.max_file_bytes + 1 - len(data))
+                more = os.read(fd, self.max_file_bytes + 1 - len(data))
                 if not more:
                     break
                 data += more
+        finally:
+            os.close(fd)
         self._check_size(path, len(data))
         return data
 
@@ -161,8 +199,10 @@ class ReadOnlyFS:
         cached = self.cache.lookup(key, st)
         if cached is not None:
             return cached
-        digest = sha256_bytes(self.read_bytes(key, st))
+        data = self.read_bytes(key, st)
+        digest = sha256_bytes(data)
         self.cache.record(key, st, digest)
+        self.cache.remember(key, st, data)
         return digest
 
     def readlink(self, path: Path | str) -> str:
@@ -210,10 +250,12 @@ class ReadOnlyFS:
             self._walk(path, rel, found)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Staged:
     temp: str
     final: str
+    #: A real folder (not a link to one) is where the file goes: removed at commit.
+    replaces_dir: bool = False
 
 
 class WritableFS(ReadOnlyFS):
@@ -231,6 +273,8 @@ class WritableFS(ReadOnlyFS):
         self._removals: list[str] = []
         self._prunes: list[tuple[str, str]] = []
         self._dirs: set[str] = set()
+        # Folders seen to exist: a tree of 10,000 files has 100 parents to check.
+        self._present: set[str] = set()
         self._counter = 0
 
     def temp_path(self, final: str) -> str:
@@ -242,7 +286,10 @@ class WritableFS(ReadOnlyFS):
         """Create missing parents; each new folder's entry is fsynced at commit."""
         parent = os.path.dirname(os.fspath(path))
         self._dirs.add(parent)
+        if parent in self._present:
+            return
         if os.path.isdir(parent):
+            self._present.add(parent)
             return
         missing = []
         current = parent
@@ -251,6 +298,7 @@ class WritableFS(ReadOnlyFS):
             current = os.path.dirname(current)
         os.makedirs(parent, exist_ok=True)
         self._dirs.update(os.path.dirname(folder) for folder in missing)
+        self._present.update(missing)
 
     def write(
         self, path: Path | str, data: bytes, executable: bool = False, mode: int | None = None
@@ -259,30 +307,33 @@ class WritableFS(ReadOnlyFS):
         final = os.fspath(path)
         self._check_size(final, len(data))
         self.make_parents(final)
+        current = self.lstat(final)
+        if mode is None:
+            # Keep the read/write bits a file already has; new files get 0644.
+            base = stat.S_IMODE(current.st_mode) & 0o666 if current else 0o644
+            mode = base | 0o111 if executable else base
         temp = self.temp_path(final)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if executable else 0o644)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600)
         try:
             _write_all(fd, data)
-            os.fchmod(fd, mode if mode is not None else _mode_for(final, executable))
+            os.fchmod(fd, mode)
         finally:
             os.close(fd)
-        self._staged.append(_Staged(temp, final))
+        self._staged.append(_Staged(temp, final, _is_dir(current)))
 
     def symlink(self, path: Path | str, link: str) -> None:
         final = os.fspath(path)
         self.make_parents(final)
+        current = self.lstat(final)
         temp = self.temp_path(final)
         os.symlink(link, temp)
-        self._staged.append(_Staged(temp, final))
+        self._staged.append(_Staged(temp, final, _is_dir(current)))
 
     def remove(self, path: Path | str, prune_up_to: Path | str | None = None) -> None:
         """Stage a removal; with ``prune_up_to``, empty parents below it go too."""
         self._removals.append(os.fspath(path))
         if prune_up_to is not None:
             self._prunes.append((os.path.dirname(os.fspath(path)), os.fspath(prune_up_to)))
-
-    def chmod(self, path: Path | str, executable: bool) -> None:
-        os.chmod(path, _mode_for(os.fspath(path), executable), follow_symlinks=False)
 
     def commit(self) -> None:
         """Make every staged change durable and visible, in a crash-safe order.
@@ -294,7 +345,7 @@ class WritableFS(ReadOnlyFS):
             _sync_files([s.temp for s in self._staged])
             reach("temp-written")
             for staged in self._staged:
-                if os.path.isdir(staged.final) and not os.path.islink(staged.final):
+                if staged.replaces_dir:
                     _remove_tree(staged.final)
                 os.replace(staged.temp, staged.final)
                 self._dirs.add(os.path.dirname(staged.final))
@@ -331,12 +382,8 @@ class WritableFS(ReadOnlyFS):
             current = current.parent
 
 
-def _mode_for(path: str, executable: bool) -> int:
-    try:
-        base = stat.S_IMODE(os.lstat(path).st_mode) & 0o666
-    except OSError:
-        base = 0o644
-    return base | 0o111 if executable else base
+def _is_dir(st: os.stat_result | None) -> bool:
+    return st is not None and stat.S_ISDIR(st.st_mode)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -9,6 +9,11 @@ from pathlib import Path
 
 from trueup.fs import DEFAULT_MAX_FILE_BYTES
 
+# Actions per durability barrier (one file-system sync, two journal commits).
+# Barriers cost a near-constant time each, so a 10,000-file apply pays for 5
+# instead of 40; a signal restores at most one batch of in-flight actions.
+DEFAULT_BATCH_SIZE = 2048
+
 
 def data_dir() -> Path:
     """``TRUEUP_DATA``, else the platform's user data directory."""
@@ -26,8 +31,8 @@ class Settings:
     state_url: str
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     actor: str = ""
-    # Actions per durability barrier; smaller batches cost more syncs.
-    batch_size: int = 256
+    # Actions per durability barrier (one file-system sync, two journal commits).
+    batch_size: int = DEFAULT_BATCH_SIZE
 
     @classmethod
     def from_env(
@@ -40,7 +45,7 @@ class Settings:
             state_url=url,
             max_file_bytes=max_file_bytes or DEFAULT_MAX_FILE_BYTES,
             actor=actor or os.environ.get("TRUEUP_ACTOR") or _os_user(),
-            batch_size=int(os.environ.get("TRUEUP_BATCH_SIZE") or 256),
+            batch_size=int(os.environ.get("TRUEUP_BATCH_SIZE") or DEFAULT_BATCH_SIZE),
         )
 
 

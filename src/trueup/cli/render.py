@@ -31,9 +31,10 @@ _OUTCOME_STYLE = {
     Outcome.FAILED: "bold red",
     Outcome.INTERRUPTED: "bold red",
 }
-MAX_ROWS = 200
-# Beyond this many changes, diffs stop helping a reviewer and start costing seconds.
-MAX_DIFFS = 50
+MAX_ROWS = 100
+# Beyond this many lines, diffs stop helping a reviewer (who is better served by
+# --json) and start costing more than the apply they precede.
+MAX_DIFF_LINES = 400
 
 
 def diff_text(diff: str) -> RenderableType:
@@ -94,16 +95,7 @@ def render_plan(
         if len(shown) > MAX_ROWS:
             console.print(f"[dim]… {len(shown) - MAX_ROWS} more actions (use --json for all)[/]")
     if preview is not None:
-        for action in plan.changes[:MAX_DIFFS]:
-            diff = preview(action)
-            if diff:
-                console.print(f"\n[bold]{escape(action.resource_id)}[/] ({action.type.value})")
-                console.print(diff_text(diff), end="")
-        if len(plan.changes) > MAX_DIFFS:
-            console.print(
-                f"\n[dim]… diffs of {len(plan.changes) - MAX_DIFFS} more changes not shown "
-                "(trueup plan --json has every action)[/]"
-            )
+        _render_diffs(console, plan, preview)
     if all(a.type is ActionType.NO_OP for a in plan.actions):
         console.print(f"\n[green]converged[/]: nothing to change ({len(plan.actions)} up to date)")
     else:
@@ -115,6 +107,25 @@ def render_plan(
             "declare the keys as overlay); to take the declared version, rerun with "
             "--overwrite RESOURCE.[/]"
         )
+
+
+def _render_diffs(console: Console, plan: Plan, preview: Callable[[Any], str]) -> None:
+    """Each change's diff, until their lines exceed ``MAX_DIFF_LINES``."""
+    from rich.markup import escape
+
+    lines = 0
+    for shown, action in enumerate(plan.changes):
+        if lines >= MAX_DIFF_LINES:
+            console.print(
+                f"\n[dim]… diffs of {len(plan.changes) - shown} more changes not shown "
+                "(trueup plan --json has every action)[/]"
+            )
+            return
+        diff = preview(action)
+        if diff:
+            lines += diff.count("\n")
+            console.print(f"\n[bold]{escape(action.resource_id)}[/] ({action.type.value})")
+            console.print(diff_text(diff), end="")
 
 
 def render_result(console: Console, result: RunResult) -> None:

@@ -81,8 +81,59 @@ def _validate(data: dict[str, Any], where: str) -> dict[str, Any]:
     raw_resources = data.get("resource", [])
     if not isinstance(raw_resources, list):
         raise UsageError(f"{where}: 'resource' must be a list of tables ([[resource]])")
-    entries = [_entry(raw, index, where) for index, raw in enumerate(raw_resources)]
+    entries = _all_at_once(raw_resources)
+    if entries is None:  # something is wrong: find the first problem, entry by entry
+        entries = [_entry(raw, index, where) for index, raw in enumerate(raw_resources)]
     return {"profile": meta.model_dump(), "resources": entries}
+
+
+def _all_at_once(raws: list[Any]) -> list[dict[str, Any]] | None:
+    """Every entry validated with one pydantic call per model; ``None`` if any is invalid.
+
+    Ten thousand resources validated one call at a time cost ~0.2 s of call
+    overhead; a list per model costs a tenth of that. Errors are never
+    reported from here: ``_entry`` finds and words the first one.
+    """
+    from pydantic import TypeAdapter, ValidationError
+
+    from trueup.declare.models import COMMON, CommonFields
+
+    if not all(isinstance(raw, Mapping) for raw in raws):
+        return None
+    try:
+        commons = TypeAdapter(list[CommonFields]).validate_python(
+            [{k: v for k, v in raw.items() if k in COMMON} for raw in raws]
+        )
+    except ValidationError:
+        return None
+    by_kind: dict[str, list[int]] = {}
+    for index, common in enumerate(commons):
+        by_kind.setdefault(common.kind, []).append(index)
+    fields: list[Any] = [None] * len(raws)
+    for name, indexes in by_kind.items():
+        if name not in kinds.REGISTRY:
+            return None
+        model = kinds.get(name).declaration_model()
+        try:
+            valid = TypeAdapter(list[model]).validate_python(  # type: ignore[valid-type]
+                [{k: v for k, v in raws[i].items() if k not in COMMON} for i in indexes]
+            )
+        except ValidationError:
+            return None
+        for index, value in zip(indexes, valid, strict=True):
+            fields[index] = value
+    entries = []
+    for common, own in zip(commons, fields, strict=True):
+        kind = kinds.get(common.kind)
+        policy = common.policy or kind.default_policy
+        if policy not in kind.policies:
+            return None
+        try:
+            target = normalise_target(common.target)
+        except TargetError:
+            return None
+        entries.append(_assemble(common, policy, target, own))
+    return entries
 
 
 def _entry(raw: Any, index: int, where: str) -> dict[str, Any]:
@@ -121,6 +172,11 @@ def _entry(raw: Any, index: int, where: str) -> dict[str, Any]:
         )
     except ValidationError as exc:
         raise UsageError(f"{where}: {label}: {_first(exc)}") from None
+    return _assemble(common, policy, target, fields)
+
+
+def _assemble(common: Any, policy: str, target: str, fields: Any) -> dict[str, Any]:
+    """The cached, JSON-able form of one validated resource."""
     return {
         "id": common.id,
         "kind": common.kind,

@@ -50,6 +50,7 @@ from trueup.model import (
     outcome_of,
 )
 from trueup.redact import redact_message
+from trueup.settings import DEFAULT_BATCH_SIZE
 from trueup.state.store import RunInfo, Store, now
 
 
@@ -124,7 +125,7 @@ class Executor:
         rollback: RollbackStore,
         root: Path,
         progress: Callable[[int], None] | None = None,
-        batch_size: int = 256,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         finish_run: bool = True,
         services: Mapping[str, Any] | None = None,
     ) -> None:

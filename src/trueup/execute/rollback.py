@@ -27,7 +27,7 @@ class Capture:
     """What to keep for one journaled action before it mutates."""
 
     seq: int
-    paths: Sequence[Path]
+    paths: Sequence[str]
     applied: dict[str, Any] | None
 
 
@@ -44,48 +44,50 @@ class RollbackStore:
         blobs.mkdir(parents=True, exist_ok=True)
         written: list[str] = []
         manifest: dict[str, Any] = {}
+        exists: dict[str, bool] = {}  # folder -> is it there; shared by the batch
         for item in items:
             snaps = [self._snapshot(path, fs, blobs, written) for path in item.paths]
             manifest[str(item.seq)] = {
                 "snapshots": snaps,
-                "missing_dirs": self._missing_dirs(item.paths),
+                "missing_dirs": self._missing_dirs(item.paths, exists),
                 "applied": item.applied,
             }
         name = f"batch-{items[0].seq}.json" if items else "batch-empty.json"
         target = self.base / name
         with open(target, "w", encoding="utf-8") as handle:
-            json.dump(manifest, handle)
+            handle.write(json.dumps(manifest))  # one C encoding; json.dump writes in pieces
         sync_paths([*written, str(target)], [str(blobs), str(self.base)])
         return {item.seq: f"{name}#{item.seq}" for item in items}
 
     def _snapshot(
-        self, path: Path, fs: ReadOnlyFS, blobs: Path, written: list[str]
+        self, path: str, fs: ReadOnlyFS, blobs: Path, written: list[str]
     ) -> dict[str, Any]:
         st = fs.lstat(path)
         if st is None:
-            return {"path": str(path), "state": "absent"}
+            return {"path": path, "state": "absent"}
         if stat.S_ISLNK(st.st_mode):
-            return {"path": str(path), "state": "symlink", "link": os.readlink(path)}
+            return {"path": path, "state": "symlink", "link": os.readlink(path)}
         if stat.S_ISDIR(st.st_mode):
-            return {"path": str(path), "state": "directory"}
+            return {"path": path, "state": "directory"}
         data = fs.read_bytes(path, st)
         blob = sha256_bytes(data)
         blob_path = blobs / blob
         if not blob_path.exists():
             blob_path.write_bytes(data)
             written.append(str(blob_path))
-        return {"path": str(path), "state": "file", "blob": blob, "mode": stat.S_IMODE(st.st_mode)}
+        return {"path": path, "state": "file", "blob": blob, "mode": stat.S_IMODE(st.st_mode)}
 
-    def _missing_dirs(self, paths: Iterable[Path]) -> list[str]:
+    def _missing_dirs(self, paths: Iterable[str], exists: dict[str, bool]) -> list[str]:
         """Folders a write would create, deepest first, so a restore can remove them."""
         missing: set[str] = set()
-        present: set[str] = set()
         prefix = str(self.root) + os.sep
         for path in paths:
             parent = os.path.dirname(path)
-            while parent.startswith(prefix) and parent not in present and parent not in missing:
-                if os.path.isdir(parent):
-                    present.add(parent)
+            while parent.startswith(prefix) and parent not in missing:
+                there = exists.get(parent)
+                if there is None:
+                    there = exists[parent] = os.path.isdir(parent)
+                if there:
                     break
                 missing.add(parent)
                 parent = os.path.dirname(parent)

@@ -110,9 +110,9 @@ class Kind:
         raise NotImplementedError
 
     # -- execute ------------------------------------------------------------
-    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[Path]:
+    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[str]:
         """The paths a mutation may change, so their old state can be kept first."""
-        return [ctx.path(resource.target)]
+        return [ctx.path_str(resource.target)]
 
     def apply(
         self, action: Action, resource: Resource, ctx: ApplyContext

@@ -204,7 +204,7 @@ class FileKind(Kind):
 
     # -- execute ------------------------------------------------------------
     def apply(self, action: Action, resource: Resource, ctx: ApplyContext) -> None:
-        path = ctx.path(resource.target)
+        path = ctx.path_str(resource.target)
         spec = resource.spec
         if action.type is ActionType.REMOVE_RESOURCE:
             if action.payload.get("gone"):
@@ -221,7 +221,7 @@ class FileKind(Kind):
             return
         ctx.fs.write(path, self._new_bytes(resource, ctx.fs, path), spec.get("executable", False))
 
-    def _new_bytes(self, resource: Resource, fs: ReadOnlyFS, path: Path) -> bytes:
+    def _new_bytes(self, resource: Resource, fs: ReadOnlyFS, path: Path | str) -> bytes:
         data = declared_bytes(resource.spec, fs)
         if resource.policy != "append-local":
             return data
@@ -265,7 +265,7 @@ class FileKind(Kind):
         return text_diff(old, new, resource.target)
 
 
-def _executable_now(ctx: ObserveContext, path: Path) -> bool:
+def _executable_now(ctx: ObserveContext, path: Path | str) -> bool:
     entry = ctx.fs.entry(path)
     return bool(entry and entry.executable)
 

@@ -8,6 +8,7 @@ trees compare with ``==`` and digest canonically.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -160,29 +161,31 @@ class TreeKind(Kind):
         files = as_tree(fs.walk(source))
         return {"source": str(source), "files": files, "digest": tree_digest(files)}
 
-    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[Path]:
-        base = ctx.path(resource.target)
+    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[str]:
+        base = ctx.path_str(resource.target)
         rels = [*action.payload.get("write", []), *action.payload.get("remove", [])]
-        return [base / rel for rel in rels]
+        return [os.path.join(base, rel) for rel in rels]
 
     def apply(self, action: Action, resource: Resource, ctx: ApplyContext) -> None:
-        base = ctx.path(resource.target)
-        source = Path(resource.spec.get("source", ""))
+        # Plain strings, not Path objects: this loop runs once per file of the tree.
+        base = ctx.path_str(resource.target)
+        source = resource.spec.get("source", "")
         desired: Tree = resource.spec.get("files", {})
+        join, fs = os.path.join, ctx.fs
         for rel in action.payload.get("write", []):
             entry = desired[rel]
             if entry[0] == "link":
-                ctx.fs.symlink(base / rel, entry[1])
+                fs.symlink(join(base, rel), entry[1])
                 continue
-            data = ctx.fs.read_bytes(source / rel)
+            data = fs.read_bytes(join(source, rel))
             if sha256_bytes(data) != entry[1]:
                 raise ConflictError(
-                    f"source {source / rel} changed after the plan was computed",
+                    f"source {join(source, rel)} changed after the plan was computed",
                     hint="compute the plan again",
                 )
-            ctx.fs.write(base / rel, data, entry[2])
+            fs.write(join(base, rel), data, entry[2])
         for rel in action.payload.get("remove", []):
-            ctx.fs.remove(base / rel, prune_up_to=base)
+            fs.remove(join(base, rel), prune_up_to=base)
 
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
         base = ctx.path(resource.target)

@@ -1,0 +1,40 @@
+"""Human plan output stays readable (and quick) however large the plan is."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from trueup.cli.render import MAX_DIFF_LINES, MAX_ROWS, render_plan
+from trueup.model import Action, ActionType, Plan, Target
+
+
+def big_plan(count: int) -> Plan:
+    actions = tuple(
+        Action(f"f{i:04d}", "file", ActionType.WRITE_FILE, "create file") for i in range(count)
+    )
+    return Plan(Target("profile", "p", "P", "/root"), "/p.toml", "d" * 64, {}, actions)
+
+
+def render(plan: Plan, lines_per_diff: int) -> str:
+    console = Console(file=io.StringIO(), width=120, no_color=True)
+    diff = "".join(f"+line {n}\n" for n in range(lines_per_diff))
+    render_plan(console, plan, lambda action: diff)
+    output = console.file.getvalue()  # type: ignore[attr-defined]
+    assert isinstance(output, str)
+    return output
+
+
+def test_diffs_stop_at_a_line_budget_and_say_how_many_were_left_out() -> None:
+    output = render(big_plan(300), lines_per_diff=40)
+    shown = MAX_DIFF_LINES // 40
+    assert output.count("+line 39") == shown
+    assert f"… diffs of {300 - shown} more changes not shown" in output
+    assert f"… {300 - MAX_ROWS} more actions (use --json for all)" in output
+
+
+def test_a_small_plan_shows_every_diff_and_every_row() -> None:
+    output = render(big_plan(5), lines_per_diff=3)
+    assert output.count("+line 2") == 5
+    assert "not shown" not in output and "more actions" not in output
