@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +22,11 @@ from trueup.execute.crashpoints import reach
 from trueup.execute.executor import Executor, RunResult, restore_run
 from trueup.execute.gates import Gates, locked_error
 from trueup.execute.rollback import RollbackStore
-from trueup.fs import ReadOnlyFS, WritableFS
+from trueup.fs import ReadOnlyFS, Witness, WritableFS
 from trueup.kinds.base import ObserveContext
 from trueup.model import Action, ActionType, Applied, Observed, Outcome, Plan, Resource, Target
 from trueup.paths import TargetError
+from trueup.plan.memo import PlanMemo, Remembered, parents_of
 from trueup.plan.planner import compute_plan
 from trueup.settings import Settings
 from trueup.state.store import ACTIVE, RunInfo, Store
@@ -48,6 +50,9 @@ class Prepared:
     fs: ReadOnlyFS
     #: The target's run history when observation began (``Store.run_history``).
     history: str
+    #: Answered by plan/memo.py: nothing was resolved or observed, and
+    #: ``profile.resources``, ``resources``, ``applied`` and ``observed`` are empty.
+    remembered: bool = False
 
 
 class Engine:
@@ -92,8 +97,27 @@ class Engine:
         is observed, so an unauthorised actor learns nothing about it.
         """
         root = _checked_root(root)
+        started_ns = time.time_ns()
+        memo = PlanMemo(
+            self.settings.data / "cache" / "plans",
+            path,
+            root,
+            {"force": sorted(force), "max_file_bytes": self.settings.max_file_bytes},
+        )
+        remembered = memo.recall()
+        if remembered is not None:
+            target = remembered.plan.target
+            if permission is not None:
+                self.gates(target, _EVENT[permission]).authorize(permission)
+                permission = None
+            history = self.store.run_history(target.key)
+            if history == remembered.history and remembered.holds():
+                return self._remembered(remembered, path, root, history)
         cache = self.store.load_stat_cache()
-        fs = ReadOnlyFS(cache, self.settings.max_file_bytes)
+        witnesses: dict[str, Witness] = {}
+        fs = ReadOnlyFS(cache, self.settings.max_file_bytes, witnesses)
+        fs.lstat(path)
+        fs.lstat(os.path.realpath(path))  # the profile, and what a link to it points at
         profile = load_profile(path, fs, self.settings.data / "cache" / "profiles")
         target = Target("profile", profile.id, profile.name, str(root))
         if permission is not None:
@@ -119,7 +143,17 @@ class Engine:
         )
         self.store.save_stat_cache(cache)
         self.store.replace_drift(target.key, drift_items(plan))
+        summary = {"id": profile.id, "name": profile.name, "digest": profile.digest}
+        memo.keep(plan, summary, history, started_ns, {**witnesses, **parents_of(witnesses)})
         return Prepared(profile, target, root, resources, applied, observed, plan, fs, history)
+
+    def _remembered(self, remembered: Remembered, path: Path, root: Path, history: str) -> Prepared:
+        """A remembered plan changes nothing, so nothing needs its resources or records."""
+        meta = remembered.profile
+        profile = Profile(meta["id"], meta["name"], Path(os.path.abspath(path)), (), meta["digest"])
+        fs = ReadOnlyFS(max_file_bytes=self.settings.max_file_bytes)
+        plan = remembered.plan
+        return Prepared(profile, plan.target, root, {}, {}, {}, plan, fs, history, True)
 
     def plan(self, path: Path, root: Path, force: Iterable[str] = ()) -> Prepared:
         """A plan for a person to review; computing it is audited."""

@@ -30,6 +30,7 @@ TEMP_MARK = ".trueup-tmp-"
 RACY_WINDOW_NS = 2_000_000_000
 
 StatKey = tuple[int, int, int, int]
+Witness = tuple[int, int, int, int, int] | None
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
@@ -146,25 +147,47 @@ def is_executable(mode: int) -> bool:
     return bool(mode & stat.S_IXUSR)
 
 
+def witness_of(st: os.stat_result | None) -> Witness:
+    """What a path looked like: its type and stat key, or ``None`` when absent."""
+    if st is None:
+        return None
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+
 class ReadOnlyFS:
-    """Reads with a size limit and a stat cache; offers nothing that writes."""
+    """Reads with a size limit and a stat cache; offers nothing that writes.
+
+    With ``witness`` (a dict), every path it looks at is recorded with its
+    ``witness_of`` stat, so a caller knows exactly what a result was computed
+    from (plan/memo.py).
+    """
 
     def __init__(
-        self, cache: StatCache | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+        self,
+        cache: StatCache | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        witness: dict[str, Witness] | None = None,
     ) -> None:
         self.cache = cache if cache is not None else StatCache()
         self.max_file_bytes = max_file_bytes
+        self.witness = witness
 
     def lstat(self, path: Path | str) -> os.stat_result | None:
         try:
-            return os.lstat(path)
-        except FileNotFoundError:
-            return None
-        except NotADirectoryError:
-            return None
+            st: os.stat_result | None = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+        if self.witness is not None:
+            self.witness[os.fspath(path)] = witness_of(st)
+        return st
+
+    def _seen(self, path: Path | str, st: os.stat_result) -> None:
+        if self.witness is not None:
+            self.witness[os.fspath(path)] = witness_of(st)
 
     def read_bytes(self, path: Path | str, st: os.stat_result | None = None) -> bytes:
         st = st or os.lstat(path)
+        self._seen(path, st)
         self._check_size(path, st.st_size)
         remembered = self.cache.recall(os.fspath(path), st)
         if remembered is not None:
@@ -196,6 +219,7 @@ class ReadOnlyFS:
         """The sha256 of a regular file, from the stat cache when it is safe to."""
         key = os.fspath(path)
         st = st or os.lstat(key)
+        self._seen(key, st)
         cached = self.cache.lookup(key, st)
         if cached is not None:
             return cached
@@ -210,9 +234,12 @@ class ReadOnlyFS:
 
     def entry(self, path: Path | str, st: os.stat_result | None = None) -> Entry | None:
         """Observe one path without following a symlink; ``None`` when absent."""
-        st = st or self.lstat(path)
         if st is None:
-            return None
+            st = self.lstat(path)
+            if st is None:
+                return None
+        else:
+            self._seen(path, st)
         mode = st.st_mode
         if stat.S_ISLNK(mode):
             return Entry("symlink", link=os.readlink(path))
@@ -225,6 +252,7 @@ class ReadOnlyFS:
     def walk(self, root: Path | str) -> dict[str, Entry]:
         """Every entry below ``root`` by relative POSIX path, one scandir per folder."""
         found: dict[str, Entry] = {}
+        self.lstat(root)  # a folder's stat changes when entries come or go: a witness
         self._walk(os.fspath(root), "", found)
         return found
 

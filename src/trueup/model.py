@@ -237,8 +237,9 @@ class Plan:
         return tuple(a for a in self.actions if a.type is kind)
 
     @classmethod
-    def from_body(cls, body: JSONMap) -> Plan:
-        return cls(
+    def from_body(cls, body: JSONMap, known_digest: str | None = None) -> Plan:
+        """The plan a body describes; ``known_digest`` is trusted (our own cache only)."""
+        plan = cls(
             target=Target.from_json(body["target"]),
             source=body["source"],
             declaration=body["declaration"],
@@ -246,6 +247,9 @@ class Plan:
             actions=tuple(Action.from_json(a) for a in body["actions"]),
             force=tuple(body.get("force", ())),
         )
+        if known_digest is not None:
+            plan.__dict__["digest"] = known_digest  # what cached_property would store
+        return plan
 
 
 @dataclass(frozen=True, slots=True)

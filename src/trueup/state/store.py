@@ -298,12 +298,14 @@ class Store:
         return run_from_row(row) if row else None
 
     def run_history(self, target_key: str, excluding: str = "") -> str:
-        """A marker that changes whenever a run of the target starts (``excluding`` one)."""
+        """A marker that changes whenever a run of the target (but ``excluding``) starts or
+        ends: the applied records of a target change only within its runs."""
         row = self.db.one(
-            "SELECT COUNT(*), MAX(started_at) FROM runs WHERE target_key = :key AND id != :own",
+            "SELECT COUNT(*), MAX(started_at), MAX(finished_at) FROM runs "
+            "WHERE target_key = :key AND id != :own",
             {"key": target_key, "own": excluding},
         )
-        return f"{row[0]}:{row[1]}" if row else "0:None"
+        return ":".join(str(v) for v in row) if row else ""
 
     def run(self, run_id: str) -> RunInfo | None:
         row = self.db.one(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = :id", {"id": run_id})

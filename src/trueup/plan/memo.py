@@ -1,0 +1,149 @@
+"""A plan that changes nothing, remembered with the stat of everything it read.
+
+The planner is pure and observation reads only through ``ReadOnlyFS``, so a
+plan is a function of the declaration, the paths it looked at and the applied
+records. When a plan changes nothing, it is kept with a witness per path
+(type and stat key, or absence) plus the target's run history (applied
+records change only within runs). Next time, if every witness still holds
+and is old enough to trust (git's racy rule, as in the stat cache), no run of
+the target started or ended, and trueup's own code is the same, that plan is
+the answer: a no-op plan of 10,000 files costs 10,000 ``lstat`` calls instead
+of resolving, observing and planning everything again.
+
+Only plans without changes are remembered, so nothing is ever written on the
+strength of a remembered plan: anything with something to do is computed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trueup import __version__
+from trueup.canonical import sha256_hex
+from trueup.fs import RACY_WINDOW_NS, Witness, witness_of
+from trueup.model import Plan
+
+FORMAT = f"trueup-plan-memo/{__version__}/1"
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """A plan found in the memo; ``witnesses`` are still to be checked."""
+
+    plan: Plan
+    profile: dict[str, str]
+    history: str
+    recorded_ns: int
+    witnesses: list[list[Any]]
+
+    def holds(self) -> bool:
+        """Whether every path still looks as it did, long enough before the recording."""
+        trusted_before = self.recorded_ns - RACY_WINDOW_NS
+        for path, *seen in self.witnesses:
+            try:
+                st: os.stat_result | None = os.lstat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                st = None
+            now = witness_of(st)
+            if now is None:
+                if seen[0] is not None:
+                    return False
+                continue
+            if list(now) != seen or now[2] >= trusted_before:
+                return False
+        return True
+
+
+class PlanMemo:
+    """One remembered plan per (profile file, root, options), under ``<data>/cache/plans``."""
+
+    def __init__(self, folder: Path, profile: Path, root: Path, options: dict[str, Any]) -> None:
+        self.key = {
+            "format": FORMAT,
+            "code": _code_stamp(),
+            "profile": os.path.abspath(profile),
+            "root": str(root),
+            **options,
+        }
+        name = sha256_hex(json.dumps(self.key, sort_keys=True).encode())[:32]
+        self.path = folder / f"{name}.json"
+
+    def recall(self) -> Remembered | None:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                document = json.load(handle)
+            if document.get("key") != self.key:
+                return None
+            plan = Plan.from_body(document["plan"], document["digest"])
+            return Remembered(
+                plan,
+                document["profile"],
+                document["history"],
+                document["recorded_ns"],
+                document["witnesses"],
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def keep(
+        self,
+        plan: Plan,
+        profile: dict[str, str],
+        history: str,
+        recorded_ns: int,
+        witnesses: dict[str, Witness],
+    ) -> None:
+        """Remember a plan without changes; best effort, like every cache."""
+        if plan.changes:
+            self.forget()
+            return
+        document = {
+            "key": self.key,
+            "profile": profile,
+            "history": history,
+            "recorded_ns": recorded_ns,
+            "digest": plan.digest,
+            "plan": plan.body(),
+            "witnesses": [[path, *(seen or (None,))] for path, seen in witnesses.items()],
+        }
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(document), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError:
+            self.forget()
+
+    def forget(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
+def parents_of(witnesses: dict[str, Witness]) -> dict[str, Witness]:
+    """The folders holding the witnessed paths: a link swapped in for one of them,
+    or a file added beside, changes their stat."""
+    folders = {os.path.dirname(path) for path in witnesses} - set(witnesses)
+    found: dict[str, Witness] = {}
+    for folder in folders:
+        try:
+            found[folder] = witness_of(os.lstat(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            found[folder] = None
+    return found
+
+
+def _code_stamp() -> str:
+    """Size and mtime of every module of trueup: a plan is only as good as its planner."""
+    stamps = []
+    for folder, _, names in os.walk(_PACKAGE):
+        for name in names:
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(folder, name))
+                stamps.append(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    return sha256_hex("\n".join(sorted(stamps)).encode())

@@ -1,0 +1,153 @@
+"""A converged plan is remembered, and never trusted past any change it depends on.
+
+Each test converges a profile, ages every file past the racy window, plans
+once (which remembers), then changes one thing and checks that the next plan
+sees it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trueup.engine import Engine
+from trueup.errors import UsageError
+from trueup.model import ActionType, Outcome
+from trueup.settings import Settings
+
+PROFILE = """[profile]
+id = "m"
+name = "Memo"
+
+[[resource]]
+id = "file"
+kind = "file"
+target = "etc/one.txt"
+source = "src/one.txt"
+
+[[resource]]
+id = "tree"
+kind = "directory"
+target = "tree"
+source = "src/tree"
+policy = "replace"
+"""
+
+
+@pytest.fixture
+def engine(tmp_path: Path, fresh_state: object) -> Iterator[Engine]:
+    data = tmp_path / "data"
+    fresh_state.into(data)  # type: ignore[attr-defined]
+    opened = Engine(Settings(data=data, state_url=f"sqlite:///{data / 'state.db'}", actor="t"))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def world(tmp_path: Path, engine: Engine) -> Path:
+    """A converged profile whose files are all old enough to be trusted by their stat."""
+    (tmp_path / "src" / "tree" / "sub").mkdir(parents=True)
+    (tmp_path / "src" / "one.txt").write_text("one\n")
+    (tmp_path / "src" / "tree" / "a.txt").write_text("a\n")
+    (tmp_path / "src" / "tree" / "sub" / "b.txt").write_text("b\n")
+    (tmp_path / "profile.toml").write_text(PROFILE)
+    (tmp_path / "root").mkdir()
+    prepared = engine.prepare(tmp_path / "profile.toml", tmp_path / "root")
+    result = engine.apply(prepared, prepared.plan)
+    assert result is not None and result.outcome is Outcome.CONVERGED
+    age(tmp_path)
+    return tmp_path
+
+
+def age(base: Path) -> None:
+    """Move every mtime 10 s into the past (folders included)."""
+    past = time.time_ns() - 10_000_000_000
+    os.utime(base, ns=(past, past))
+    for folder, dirs, files in os.walk(base):
+        for name in [*dirs, *files]:
+            os.utime(os.path.join(folder, name), ns=(past, past), follow_symlinks=False)
+
+
+def changes(engine: Engine, world: Path) -> list[tuple[str, str]]:
+    plan = engine.prepare(world / "profile.toml", world / "root").plan
+    return [(a.resource_id, a.type.value) for a in plan.actions if a.type is not ActionType.NO_OP]
+
+
+def remembered(engine: Engine, world: Path) -> bool:
+    return engine.prepare(world / "profile.toml", world / "root").remembered
+
+
+def test_a_converged_plan_is_answered_from_memory(engine: Engine, world: Path) -> None:
+    first = engine.prepare(world / "profile.toml", world / "root")
+    assert not first.plan.changes and not first.remembered
+    again = engine.prepare(world / "profile.toml", world / "root")
+    assert again.remembered
+    assert again.plan.digest == first.plan.digest and again.plan.body() == first.plan.body()
+
+
+def test_files_too_new_to_trust_are_planned_again(engine: Engine, world: Path) -> None:
+    (world / "root" / "etc" / "one.txt").write_text("one\n")  # same bytes, fresh mtime
+    assert changes(engine, world) == []
+    assert not remembered(engine, world)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda w: (w / "root/etc/one.txt").write_text("edited\n"), [("file", "write-file")]),
+        (lambda w: (w / "root/etc/one.txt").unlink(), [("file", "write-file")]),
+        (lambda w: (w / "src/one.txt").write_text("two\n"), [("file", "write-file")]),
+        (lambda w: (w / "root/tree/extra.txt").write_text("x"), [("tree", "mirror-directory")]),
+        (lambda w: (w / "root/tree/sub/b.txt").unlink(), [("tree", "mirror-directory")]),
+        (lambda w: (w / "src/tree/sub/c.txt").write_text("c"), [("tree", "mirror-directory")]),
+        (
+            lambda w: (w / "profile.toml").write_text(PROFILE.replace("etc/one", "etc/two")),
+            [("file", "write-file")],
+        ),
+    ],
+    ids=[
+        "target edited",
+        "target deleted",
+        "source edited",
+        "file added to a mirrored folder",
+        "file deleted deep in a folder",
+        "file added to a source folder",
+        "profile edited",
+    ],
+)
+def test_any_change_is_seen_after_a_remembered_plan(
+    engine: Engine, world: Path, change: object, expected: list[tuple[str, str]]
+) -> None:
+    assert changes(engine, world) == []
+    assert remembered(engine, world)
+    change(world)  # type: ignore[operator]
+    age(world)
+    found = changes(engine, world)
+    assert sorted(set(found)) == sorted(set(expected)), found
+
+
+def test_a_run_of_the_target_makes_the_memory_stale(engine: Engine, world: Path) -> None:
+    assert changes(engine, world) == []
+    engine.store.start_run(
+        engine.prepare(world / "profile.toml", world / "root").plan.target,
+        "0" * 64,
+        str(world / "profile.toml"),
+        "t",
+    )
+    assert not remembered(engine, world)
+
+
+def test_a_parent_swapped_for_a_link_outside_the_root_is_refused(
+    engine: Engine, world: Path, tmp_path: Path
+) -> None:
+    assert changes(engine, world) == []
+    outside = tmp_path / "outside"
+    (world / "root" / "etc").rename(outside)
+    (world / "root" / "etc").symlink_to(outside)
+    age(world)
+    with pytest.raises(UsageError, match="outside the root"):
+        engine.prepare(world / "profile.toml", world / "root")
