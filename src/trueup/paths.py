@@ -29,7 +29,7 @@ def normalise_target(raw: str) -> str:
     text = unicodedata.normalize("NFC", raw.replace("\\", "/"))
     if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
         raise TargetError(f"target {raw!r} is absolute; targets are relative to the root")
-    if any(ch in _GLOB for ch in text):
+    if not _GLOB.isdisjoint(text):
         raise TargetError(f"target {raw!r} contains a glob character")
     parts = [p for p in text.split("/") if p not in ("", ".")]
     if not parts:
