@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+from trueup.declare.plain import ID_PATTERN
 
 
 class ProfileMeta(BaseModel):

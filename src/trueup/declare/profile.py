@@ -21,17 +21,20 @@ from typing import TYPE_CHECKING, Any
 
 from trueup import __version__, kinds
 from trueup.canonical import digest, sha256_hex
+from trueup.declare import plain
 from trueup.declare.files import read_document
 from trueup.errors import UsageError
 from trueup.fs import RACY_WINDOW_NS, ReadOnlyFS, stat_key
+from trueup.kinds.base import Kind
 from trueup.model import Resource
 from trueup.paths import TargetError, find_overlaps, normalise_target
 from trueup.plan.planner import topological_order
 
 if TYPE_CHECKING:
-    from pydantic import ValidationError
+    from pydantic import BaseModel, ValidationError
 
 CACHE_FORMAT = f"trueup-profile-cache/{__version__}/1"
+Entry = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -65,26 +68,66 @@ def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> P
     return Profile(meta["id"], meta["name"], path, resources, digest(body))
 
 
-# -- validation (pydantic, only on a cache miss) ----------------------------
+# -- validation (on a cache miss) ------------------------------------------
 def _validate(data: dict[str, Any], where: str) -> dict[str, Any]:
+    unknown = sorted(set(data) - {"profile", "resource"})
+    if unknown:
+        raise UsageError(f"{where}: unknown top-level section(s): {', '.join(unknown)}")
+    raw_resources = data.get("resource", [])
+    if not isinstance(raw_resources, list):
+        raise UsageError(f"{where}: 'resource' must be a list of tables ([[resource]])")
+    meta = plain.checked(data.get("profile"), plain.META)
+    entries = _plainly_valid(raw_resources) if meta is not None else None
+    if meta is None or entries is None:
+        meta, entries = _with_pydantic(data, raw_resources, where)
+    return {"profile": meta, "resources": entries}
+
+
+def _plainly_valid(raws: list[Any]) -> list[dict[str, Any]] | None:
+    """Every entry validated without pydantic (declare/plain.py), or ``None``."""
+    entries = []
+    for raw in raws:
+        if not isinstance(raw, Mapping):
+            return None
+        common = plain.common(raw)
+        if common is None or common["kind"] not in kinds.REGISTRY:
+            return None
+        kind = kinds.get(common["kind"])
+        fields = kind.plain_fields({k: v for k, v in raw.items() if k not in plain.COMMON})
+        entry = _checked(common, kind, fields)
+        if entry is None:
+            return None
+        entries.append(entry)
+    return entries
+
+
+def _with_pydantic(
+    data: dict[str, Any], raws: list[Any], where: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     from pydantic import ValidationError
 
     from trueup.declare.models import ProfileMeta
 
-    unknown = sorted(set(data) - {"profile", "resource"})
-    if unknown:
-        raise UsageError(f"{where}: unknown top-level section(s): {', '.join(unknown)}")
     try:
         meta = ProfileMeta.model_validate(data.get("profile"))
     except ValidationError as exc:
         raise UsageError(f"{where}: [profile] {_first(exc)}") from None
-    raw_resources = data.get("resource", [])
-    if not isinstance(raw_resources, list):
-        raise UsageError(f"{where}: 'resource' must be a list of tables ([[resource]])")
-    entries = _all_at_once(raw_resources)
+    entries = _all_at_once(raws)
     if entries is None:  # something is wrong: find the first problem, entry by entry
-        entries = [_entry(raw, index, where) for index, raw in enumerate(raw_resources)]
-    return {"profile": meta.model_dump(), "resources": entries}
+        entries = [_entry(raw, index, where) for index, raw in enumerate(raws)]
+    return meta.model_dump(), entries
+
+
+def _checked(common: dict[str, Any], kind: Kind, fields: dict[str, Any] | None) -> Entry | None:
+    """The cached form of a resource whose policy and target are valid too, else ``None``."""
+    policy = common["policy"] or kind.default_policy
+    if fields is None or policy not in kind.policies:
+        return None
+    try:
+        target = normalise_target(common["target"])
+    except TargetError:
+        return None
+    return _assemble(common, policy, target, fields)
 
 
 def _all_at_once(raws: list[Any]) -> list[dict[str, Any]] | None:
@@ -96,13 +139,13 @@ def _all_at_once(raws: list[Any]) -> list[dict[str, Any]] | None:
     """
     from pydantic import TypeAdapter, ValidationError
 
-    from trueup.declare.models import COMMON, CommonFields
+    from trueup.declare.models import CommonFields
 
     if not all(isinstance(raw, Mapping) for raw in raws):
         return None
     try:
         commons = TypeAdapter(list[CommonFields]).validate_python(
-            [{k: v for k, v in raw.items() if k in COMMON} for raw in raws]
+            [{k: v for k, v in raw.items() if k in plain.COMMON} for raw in raws]
         )
     except ValidationError:
         return None
@@ -115,31 +158,26 @@ def _all_at_once(raws: list[Any]) -> list[dict[str, Any]] | None:
             return None
         model = kinds.get(name).declaration_model()
         try:
-            valid = TypeAdapter(list[model]).validate_python(  # type: ignore[valid-type]
-                [{k: v for k, v in raws[i].items() if k not in COMMON} for i in indexes]
+            valid: list[BaseModel] = TypeAdapter(list[model]).validate_python(  # type: ignore[valid-type]
+                [{k: v for k, v in raws[i].items() if k not in plain.COMMON} for i in indexes]
             )
         except ValidationError:
             return None
         for index, value in zip(indexes, valid, strict=True):
-            fields[index] = value
+            fields[index] = value.model_dump(exclude_none=True)
     entries = []
     for common, own in zip(commons, fields, strict=True):
-        kind = kinds.get(common.kind)
-        policy = common.policy or kind.default_policy
-        if policy not in kind.policies:
+        entry = _checked(common.model_dump(), kinds.get(common.kind), own)
+        if entry is None:
             return None
-        try:
-            target = normalise_target(common.target)
-        except TargetError:
-            return None
-        entries.append(_assemble(common, policy, target, own))
+        entries.append(entry)
     return entries
 
 
 def _entry(raw: Any, index: int, where: str) -> dict[str, Any]:
     from pydantic import ValidationError
 
-    from trueup.declare.models import COMMON, CommonFields
+    from trueup.declare.models import CommonFields
 
     label = f"resource #{index + 1}"
     if not isinstance(raw, Mapping):
@@ -147,7 +185,7 @@ def _entry(raw: Any, index: int, where: str) -> dict[str, Any]:
     if isinstance(raw.get("id"), str):
         label = f"resource {raw['id']!r}"
     try:
-        common = CommonFields.model_validate({k: v for k, v in raw.items() if k in COMMON})
+        common = CommonFields.model_validate({k: v for k, v in raw.items() if k in plain.COMMON})
     except ValidationError as exc:
         raise UsageError(f"{where}: {label}: {_first(exc)}") from None
     if common.kind not in kinds.REGISTRY:
@@ -168,23 +206,23 @@ def _entry(raw: Any, index: int, where: str) -> dict[str, Any]:
         raise UsageError(f"{where}: {label}: field 'target': {exc}") from None
     try:
         fields = kind.declaration_model().model_validate(
-            {k: v for k, v in raw.items() if k not in COMMON}
+            {k: v for k, v in raw.items() if k not in plain.COMMON}
         )
     except ValidationError as exc:
         raise UsageError(f"{where}: {label}: {_first(exc)}") from None
-    return _assemble(common, policy, target, fields)
+    return _assemble(common.model_dump(), policy, target, fields.model_dump(exclude_none=True))
 
 
-def _assemble(common: Any, policy: str, target: str, fields: Any) -> dict[str, Any]:
+def _assemble(common: dict[str, Any], policy: str, target: str, fields: Entry) -> Entry:
     """The cached, JSON-able form of one validated resource."""
     return {
-        "id": common.id,
-        "kind": common.kind,
+        "id": common["id"],
+        "kind": common["kind"],
         "policy": policy,
         "target": target,
-        "depends_on": common.depends_on,
-        "verify": common.verify.model_dump() if common.verify else None,
-        "fields": fields.model_dump(exclude_none=True),
+        "depends_on": common["depends_on"],
+        "verify": common["verify"],
+        "fields": fields,
     }
 
 

@@ -7,11 +7,13 @@ append-local keeps a marked source section and leaves every byte outside it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trueup.canonical import sha256_hex
+from trueup.declare.plain import checked, is_bool, is_optional_str
 from trueup.fs import ReadOnlyFS
 from trueup.kinds.base import (
     ApplyContext,
@@ -50,6 +52,15 @@ def file_fields() -> type[BaseModel]:
             return self
 
     return FileFields
+
+
+_ORIGINS = ("content", "source", "link")
+_PLAIN = {
+    "content": (is_optional_str, None),
+    "source": (is_optional_str, None),
+    "link": (is_optional_str, None),
+    "executable": (is_bool, False),
+}
 
 
 def link_digest(link: str) -> str:
@@ -96,6 +107,12 @@ class FileKind(Kind):
 
     def declaration_model(self) -> type[BaseModel]:
         return file_fields()
+
+    def plain_fields(self, fields: Mapping[str, Any]) -> dict[str, Any] | None:
+        found = checked(fields, _PLAIN)
+        if found is None or sum(found[n] is not None for n in _ORIGINS) != 1:
+            return None
+        return {k: v for k, v in found.items() if v is not None}
 
     def resolve(
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
