@@ -232,13 +232,11 @@ class Executor:
             for seq, action in batch
             if kinds.get(action.kind).restorable
         ]
-        refs = self.rollback.capture(captures, self.fs) if captures else {}
+        manifest = self.rollback.capture(captures, self.fs) if captures else None
         reach("rollback-flushed")
         with self.store.db.transaction():
-            self.store.set_action_status(
-                self.run.id, [(seq, "running", refs.get(seq), None, None) for seq, _ in batch]
-            )
-        self._in_flight = [(seq, refs[seq]) for seq, _ in batch if seq in refs]
+            self.store.mark_running(self.run.id, batch[0][0], batch[-1][0], manifest)
+        self._in_flight = [(c.seq, f"{manifest}#{c.seq}") for c in captures]
         self._current = list(batch)
         reach("journal-running")
         for seq, action in batch:

@@ -38,8 +38,11 @@ class RollbackStore:
         self.base = base
         self.root = Path(os.path.realpath(root))
 
-    def capture(self, items: Sequence[Capture], fs: ReadOnlyFS) -> dict[int, str]:
-        """Snapshot every path of every item, flush it all, return journal refs."""
+    def capture(self, items: Sequence[Capture], fs: ReadOnlyFS) -> str:
+        """Snapshot every path of every item, flush it all; returns the manifest's name.
+
+        An item's journal reference is ``<manifest>#<seq>`` (see ``load``).
+        """
         blobs = self.base / "blobs"
         blobs.mkdir(parents=True, exist_ok=True)
         written: list[str] = []
@@ -57,7 +60,7 @@ class RollbackStore:
         with open(target, "w", encoding="utf-8") as handle:
             handle.write(json.dumps(manifest))  # one C encoding; json.dump writes in pieces
         sync_paths([*written, str(target)], [str(blobs), str(self.base)])
-        return {item.seq: f"{name}#{item.seq}" for item in items}
+        return name
 
     def _snapshot(
         self, path: str, fs: ReadOnlyFS, blobs: Path, written: list[str]

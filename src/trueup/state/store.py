@@ -370,6 +370,19 @@ class Store:
                 ],
             )
 
+    def mark_running(self, run_id: str, first: int, last: int, manifest: str | None) -> None:
+        """Journal a batch (the pending actions ``first..last``) as running, in one statement.
+
+        Each action's rollback reference is ``manifest#seq`` (RollbackStore.capture).
+        """
+        self.db.execute(
+            "UPDATE run_actions SET status = 'running', updated_at = :at, "
+            "rollback_ref = CASE WHEN CAST(:manifest AS TEXT) IS NULL THEN rollback_ref "
+            "ELSE CAST(:manifest AS TEXT) || '#' || CAST(seq AS TEXT) END "
+            "WHERE run_id = :run AND seq BETWEEN :first AND :last AND status = 'pending'",
+            {"run": run_id, "first": first, "last": last, "manifest": manifest, "at": now()},
+        )
+
     def set_action_status(
         self,
         run_id: str,
