@@ -26,7 +26,7 @@ from trueup.fs import ReadOnlyFS, Witness, WritableFS
 from trueup.kinds.base import ObserveContext
 from trueup.model import Action, ActionType, Applied, Observed, Outcome, Plan, Resource, Target
 from trueup.paths import TargetError
-from trueup.plan.memo import PlanMemo, Remembered, parents_of
+from trueup.plan.memo import PlanMemo, Remembered
 from trueup.plan.planner import compute_plan
 from trueup.settings import Settings
 from trueup.state.store import ACTIVE, RunInfo, Store
@@ -144,7 +144,7 @@ class Engine:
         self.store.save_stat_cache(cache)
         self.store.replace_drift(target.key, drift_items(plan))
         summary = {"id": profile.id, "name": profile.name, "digest": profile.digest}
-        memo.keep(plan, summary, history, started_ns, {**witnesses, **parents_of(witnesses)})
+        memo.keep(plan, summary, history, started_ns, witnesses)
         return Prepared(profile, target, root, resources, applied, observed, plan, fs, history)
 
     def _remembered(self, remembered: Remembered, path: Path, root: Path, history: str) -> Prepared:

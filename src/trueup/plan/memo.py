@@ -99,10 +99,15 @@ class PlanMemo:
         recorded_ns: int,
         witnesses: dict[str, Witness],
     ) -> None:
-        """Remember a plan without changes; best effort, like every cache."""
+        """Remember a plan without changes; best effort, like every cache.
+
+        ``witnesses`` are the paths the plan read; the folders holding them are
+        witnessed too (a link swapped in for one, or a file added beside).
+        """
         if plan.changes:
             self.forget()
             return
+        witnesses = {**witnesses, **_parents_of(witnesses)}
         document = {
             "key": self.key,
             "profile": profile,
@@ -125,9 +130,7 @@ class PlanMemo:
             os.unlink(self.path)
 
 
-def parents_of(witnesses: dict[str, Witness]) -> dict[str, Witness]:
-    """The folders holding the witnessed paths: a link swapped in for one of them,
-    or a file added beside, changes their stat."""
+def _parents_of(witnesses: dict[str, Witness]) -> dict[str, Witness]:
     folders = {os.path.dirname(path) for path in witnesses} - set(witnesses)
     found: dict[str, Witness] = {}
     for folder in folders:

@@ -41,6 +41,8 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
 def _dumps(value: Any) -> str:
+    if type(value) is dict and not value:  # most applied records' detail
+        return "{}"
     return _ENCODER.encode(value)
 
 
