@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 from world import World
 
 PROFILE = """
@@ -145,3 +149,29 @@ def test_version_and_help(world: World) -> None:
         result = world.run(command, "--help")
         assert result.code == 0
         assert "Usage" in result.out
+
+
+def age(base: Path) -> None:
+    """Everything 10 s old: past the racy window, so plans are remembered."""
+    past = time.time_ns() - 10_000_000_000
+    for path in [base, *base.rglob("*")]:
+        os.utime(path, ns=(past, past), follow_symlinks=False)
+
+
+def test_a_remembered_plan_never_hides_an_edit(world: World) -> None:
+    profile = make_profile(world)
+    assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0
+    age(world.base)
+    first = world.run("plan", profile, "--root", str(world.root), "--json")
+    second = world.run("plan", profile, "--root", str(world.root), "--json")
+    assert first.code == second.code == 0, first.err + second.err
+    assert first.json["data"]["digest"] == second.json["data"]["digest"]
+
+    config = world.target(".codex/config.toml")
+    config.write_text(config.read_text().replace("gpt-5", "gpt-4"))
+    age(world.base)
+    drift = world.run("apply", profile, "--root", str(world.root), "--yes", "--json")
+    assert drift.code == 4, drift.out + drift.err
+    kinds = {a["resource"]: a["type"] for a in drift.json["data"]["plan"]["plan"]["actions"]}
+    assert kinds["codex-config"] == "drift-conflict"
+    assert 'model = "gpt-4"' in config.read_text()
