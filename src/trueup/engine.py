@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trueup import audit, authz, kinds
-from trueup.canonical import digest
+from trueup.canonical import digest, sha256_hex
 from trueup.declare.profile import Profile, load_profile
 from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
@@ -102,7 +102,12 @@ class Engine:
             self.settings.data / "cache" / "plans",
             path,
             root,
-            {"force": sorted(force), "max_file_bytes": self.settings.max_file_bytes},
+            {
+                "force": sorted(force),
+                "max_file_bytes": self.settings.max_file_bytes,
+                # Applied records differ per store; the URL may hold a password.
+                "state": sha256_hex(self.settings.state_url.encode()),
+            },
         )
         remembered = memo.recall()
         if remembered is not None:

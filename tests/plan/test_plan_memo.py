@@ -151,3 +151,19 @@ def test_a_parent_swapped_for_a_link_outside_the_root_is_refused(
     age(world)
     with pytest.raises(UsageError, match="outside the root"):
         engine.prepare(world / "profile.toml", world / "root")
+
+
+def test_a_plan_remembered_for_one_state_store_is_not_used_for_another(
+    engine: Engine, world: Path, tmp_path: Path, fresh_state: object
+) -> None:
+    assert changes(engine, world) == [] and remembered(engine, world)
+    other = tmp_path / "other"
+    fresh_state.into(other)  # type: ignore[attr-defined]
+    settings = Settings(
+        data=engine.settings.data, state_url=f"sqlite:///{other / 'state.db'}", actor="t"
+    )
+    elsewhere = Engine(settings)
+    try:
+        assert not elsewhere.prepare(world / "profile.toml", world / "root").remembered
+    finally:
+        elsewhere.close()
