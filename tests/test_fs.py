@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from trueup.errors import ConflictError
 from trueup.fs import (
     RACY_WINDOW_NS,
     TEMP_MARK,
@@ -77,6 +78,20 @@ def test_a_source_hashed_to_plan_is_not_read_again_to_write_it(tmp_path: Path) -
         os.chmod(path, 0o644)
     path.write_bytes(b"edited!!")  # same size, new mtime and ctime
     assert WritableFS(cache).read_bytes(path) == b"edited!!"
+
+
+def test_planned_bytes_are_refused_once_the_source_changed(tmp_path: Path) -> None:
+    path = tmp_path / "source"
+    path.write_bytes(b"planned")
+    age(path, 10)
+    cache = StatCache()
+    planned = ReadOnlyFS(cache).digest_file(path)
+    assert WritableFS(cache).read_expected(path, planned) == b"planned"
+    path.write_bytes(b"edited!")  # same size, new stat: read again, and refused
+    with pytest.raises(ConflictError, match="changed after the plan was computed"):
+        WritableFS(cache).read_expected(path, planned)
+    with pytest.raises(ConflictError):
+        WritableFS(StatCache()).read_expected(path, planned)
 
 
 def test_new_or_large_files_are_never_remembered(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trueup.errors import UsageError
+from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
 
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -64,7 +64,7 @@ class StatCache:
     loaded: set[str] = field(default_factory=set)
     #: Bytes of small files hashed this run, trusted by the same rule as the
     #: digests: a source read to plan is not read again to write it.
-    contents: dict[str, tuple[StatKey, bytes]] = field(default_factory=dict)
+    contents: dict[str, tuple[StatKey, str, bytes]] = field(default_factory=dict)
     contents_budget: int = CONTENTS_BUDGET
 
     def lookup(self, path: str, st: os.stat_result) -> str | None:
@@ -113,20 +113,21 @@ class StatCache:
     def _racy(entry: tuple[StatKey, str, int]) -> bool:
         return entry[0][1] >= entry[2] - RACY_WINDOW_NS
 
-    def remember(self, path: str, st: os.stat_result, data: bytes) -> None:
+    def remember(self, path: str, st: os.stat_result, digest: str, data: bytes) -> None:
         """Keep a small, old file's bytes for the rest of the run, within the budget."""
         if len(data) > CONTENTS_MAX_FILE or len(data) > self.contents_budget:
             return
         if st.st_mtime_ns >= time.time_ns() - RACY_WINDOW_NS:
             return
-        self.contents[path] = (stat_key(st), data)
+        self.contents[path] = (stat_key(st), digest, data)
         self.contents_budget -= len(data)
 
-    def recall(self, path: str, st: os.stat_result) -> bytes | None:
+    def recall(self, path: str, st: os.stat_result) -> tuple[str, bytes] | None:
+        """The digest and bytes remembered for ``path``, if its stat is unchanged."""
         hit = self.contents.get(path)
         if hit is None or hit[0] != stat_key(st):
             return None
-        return hit[1]
+        return hit[1], hit[2]
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +192,7 @@ class ReadOnlyFS:
         self._check_size(path, st.st_size)
         remembered = self.cache.recall(os.fspath(path), st)
         if remembered is not None:
-            return remembered
+            return remembered[1]
         # Plain os calls: open() costs a buffered file object (~10 us a file,
         # a tenth of a second per 10,000). Ask for the size stat gave (+1 to
         # notice growth), not the limit, which would allocate 16 MiB a file.
@@ -226,8 +227,28 @@ class ReadOnlyFS:
         data = self.read_bytes(key, st)
         digest = sha256_bytes(data)
         self.cache.record(key, st, digest)
-        self.cache.remember(key, st, data)
+        self.cache.remember(key, st, digest, data)
         return digest
+
+    def read_expected(self, path: Path | str, digest: str) -> bytes:
+        """The bytes a plan was computed from, refused if ``path`` no longer holds them.
+
+        Bytes remembered with that digest earlier in the run (same stat) are
+        not read or hashed again.
+        """
+        key = os.fspath(path)
+        st = os.lstat(key)
+        self._seen(key, st)
+        remembered = self.cache.recall(key, st)
+        if remembered is not None and remembered[0] == digest:
+            return remembered[1]
+        data = self.read_bytes(key, st)
+        if sha256_bytes(data) != digest:
+            raise ConflictError(
+                f"source {key} changed after the plan was computed",
+                hint="compute the plan again",
+            )
+        return data
 
     def readlink(self, path: Path | str) -> str:
         return os.readlink(path)
@@ -303,6 +324,8 @@ class WritableFS(ReadOnlyFS):
         self._dirs: set[str] = set()
         # Folders seen to exist: a tree of 10,000 files has 100 parents to check.
         self._present: set[str] = set()
+        # Folders this batch created: nothing else is in them, no need to look.
+        self._fresh: set[str] = set()
         self._counter = 0
 
     def temp_path(self, final: str) -> str:
@@ -327,6 +350,7 @@ class WritableFS(ReadOnlyFS):
         os.makedirs(parent, exist_ok=True)
         self._dirs.update(os.path.dirname(folder) for folder in missing)
         self._present.update(missing)
+        self._fresh.update(missing)
 
     def write(
         self, path: Path | str, data: bytes, executable: bool = False, mode: int | None = None
@@ -335,7 +359,7 @@ class WritableFS(ReadOnlyFS):
         final = os.fspath(path)
         self._check_size(final, len(data))
         self.make_parents(final)
-        current = self.lstat(final)
+        current = None if os.path.dirname(final) in self._fresh else self.lstat(final)
         if mode is None:
             # Keep the read/write bits a file already has; new files get 0644.
             base = stat.S_IMODE(current.st_mode) & 0o666 if current else 0o644
@@ -388,6 +412,7 @@ class WritableFS(ReadOnlyFS):
         self._removals.clear()
         self._prunes.clear()
         self._dirs.clear()
+        self._fresh.clear()
 
     def discard(self) -> None:
         """Drop staged temp files (used when a batch fails before commit)."""
@@ -396,6 +421,7 @@ class WritableFS(ReadOnlyFS):
         self._staged.clear()
         self._removals.clear()
         self._prunes.clear()
+        self._fresh.clear()
 
     def remove_empty_dirs(self, folder: Path | str, stop: Path | str) -> None:
         """Remove ``folder`` and its parents while empty, down to and including ``stop``."""

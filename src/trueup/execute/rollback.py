@@ -49,10 +49,17 @@ class RollbackStore:
         manifest: dict[str, Any] = {}
         exists: dict[str, bool] = {}  # folder -> is it there; shared by the batch
         for item in items:
-            snaps = [self._snapshot(path, fs, blobs, written) for path in item.paths]
+            missing = self._missing_dirs(item.paths, exists)
+            snaps = [
+                # In a folder that is not there, nothing is: no need to look.
+                {"path": path, "state": "absent"}
+                if exists.get(os.path.dirname(path)) is False
+                else self._snapshot(path, fs, blobs, written)
+                for path in item.paths
+            ]
             manifest[str(item.seq)] = {
                 "snapshots": snaps,
-                "missing_dirs": self._missing_dirs(item.paths, exists),
+                "missing_dirs": missing,
                 "applied": item.applied,
             }
         name = f"batch-{items[0].seq}.json" if items else "batch-empty.json"

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from trueup.errors import ConflictError, UsageError
+from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS, sha256_bytes
 
 
@@ -35,13 +35,7 @@ def declared_bytes(spec: dict[str, Any] | Any, fs: ReadOnlyFS) -> bytes:
     """The planned bytes; refuses a source edited after the plan was computed."""
     if spec.get("content") is not None:
         return str(spec["content"]).encode("utf-8")
-    data = fs.read_bytes(spec["source"])
-    if sha256_bytes(data) != spec["digest"]:
-        raise ConflictError(
-            f"source {spec['source']} changed after the plan was computed",
-            hint="compute the plan again",
-        )
-    return data
+    return fs.read_expected(spec["source"], spec["digest"])
 
 
 def text_diff(old: bytes | None, new: bytes | None, label: str) -> str:

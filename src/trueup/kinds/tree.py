@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from trueup.canonical import digest
 from trueup.declare.plain import REQUIRED, checked, is_str
-from trueup.errors import ConflictError, UsageError
-from trueup.fs import Entry, ReadOnlyFS, sha256_bytes
+from trueup.errors import UsageError
+from trueup.fs import Entry, ReadOnlyFS
 from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
 
@@ -181,13 +181,7 @@ class TreeKind(Kind):
             if entry[0] == "link":
                 fs.symlink(join(base, rel), entry[1])
                 continue
-            data = fs.read_bytes(join(source, rel))
-            if sha256_bytes(data) != entry[1]:
-                raise ConflictError(
-                    f"source {join(source, rel)} changed after the plan was computed",
-                    hint="compute the plan again",
-                )
-            fs.write(join(base, rel), data, entry[2])
+            fs.write(join(base, rel), fs.read_expected(join(source, rel), entry[1]), entry[2])
         for rel in action.payload.get("remove", []):
             fs.remove(join(base, rel), prune_up_to=base)
 
