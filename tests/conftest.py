@@ -8,10 +8,13 @@ without skipping the real migrations (they run once per session, here).
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from trueup.engine import Engine
+from trueup.settings import Settings
 from trueup.state.store import Store
 
 
@@ -40,6 +43,16 @@ class StateFactory:
         return target
 
 
+@pytest.fixture
+def engine(tmp_path: Path, fresh_state: StateFactory) -> Iterator[Engine]:
+    """An engine on a fresh SQLite store of its own under ``tmp_path/data``."""
+    data = tmp_path / "data"
+    fresh_state.into(data)
+    opened = Engine(Settings(data=data, state_url=f"sqlite:///{data / 'state.db'}", actor="t"))
+    yield opened
+    opened.close()
+
+
 # ---------------------------------------------------------------------------
 # State back ends (issue 3, shared state): every store test runs on both.
 #
@@ -51,7 +64,7 @@ class StateFactory:
 # ---------------------------------------------------------------------------
 import os  # noqa: E402
 import secrets  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from urllib.parse import quote  # noqa: E402
 
 POSTGRES_URL = os.environ.get(

@@ -7,7 +7,6 @@ batch still re-observes its own resources right before mutating them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ import pytest
 from trueup.engine import Engine
 from trueup.errors import ConflictError, ExitCode
 from trueup.model import Outcome
-from trueup.settings import Settings
 
 PROFILE = """
 [[resource]]
@@ -30,15 +28,6 @@ kind = "file"
 target = "b.txt"
 content = "declared b\\n"
 """
-
-
-@pytest.fixture
-def engine(tmp_path: Path, fresh_state: object) -> Iterator[Engine]:
-    data = tmp_path / "data"
-    fresh_state.into(data)  # type: ignore[attr-defined]
-    opened = Engine(Settings(data=data, state_url=f"sqlite:///{data / 'state.db'}", actor="t"))
-    yield opened
-    opened.close()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,15 +35,6 @@ target = "tree"
 source = "src/tree"
 policy = "replace"
 """
-
-
-@pytest.fixture
-def engine(tmp_path: Path, fresh_state: object) -> Iterator[Engine]:
-    data = tmp_path / "data"
-    fresh_state.into(data)  # type: ignore[attr-defined]
-    opened = Engine(Settings(data=data, state_url=f"sqlite:///{data / 'state.db'}", actor="t"))
-    yield opened
-    opened.close()
 
 
 @pytest.fixture
