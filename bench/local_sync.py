@@ -513,15 +513,18 @@ def scenario_first_apply(fixture: Fixture, runs: int, place: Path) -> list[Row]:
             )
             jobs.append(first_apply_job(fixture, variant, here, shared))
         plain, synced = Row(name, "rsync -a"), Row(name, "rsync -a + syncfs (info)")
-        mode_rows += [plain, synced]
+        floor = Row(name, "python floor: bench/floor.py (info)")
+        mode_rows += [plain, synced, floor]
         jobs += [
             rsync_job(fixture, mode_place / "rsync", False),
             rsync_job(fixture, mode_place / "rsync-sync", True),
+            floor_job(fixture, mode_place / "floor"),
         ]
         interleaved(mode_rows, jobs, runs)
         for row, variant in zip(mode_rows, VARIANTS, strict=False):
             within(row, plain, WITHIN_RSYNC, info=variant in INFO_ONLY)
         within(synced, plain, WITHIN_RSYNC, info=True)
+        within(floor, plain, WITHIN_RSYNC, info=True)
         rows += mode_rows
     shutil.rmtree(place)
     settle()
@@ -559,6 +562,20 @@ def rsync_job(fixture: Fixture, place: Path, with_sync: bool) -> Callable[[int],
             command += f" && sync -f '{dst}'"
         settle()
         return run_timed(["sh", "-c", command])
+
+    return job
+
+
+def floor_job(fixture: Fixture, place: Path) -> Callable[[int], Sample]:
+    """The same copy by bench/floor.py: trueup's guarantees with nothing else."""
+
+    def job(i: int) -> Sample:
+        state = fresh_dir(place / f"state-{i}")
+        dst = place / f"dst-{i}"
+        settle()
+        return run_timed(
+            [sys.executable, BENCH / "floor.py", fixture.src, dst, state / "journal.db"]
+        )
 
     return job
 

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""The least any Python program must do to copy a tree with trueup's guarantees.
+
+No framework, no declarations, no plan, no output: only the work the issue
+asks of every apply, written as directly as Python allows, so the bench can
+say how much of trueup's time is the language and the guarantees rather than
+trueup. Per file it reads and hashes the source, looks at the target, journals
+the action pending, then per batch of 2,048: journals them running, writes
+temp files, flushes them (syncfs), renames them into place, flushes the
+folders, reads each target back and hashes it (verification), and records
+evidence and an applied row, with SQLite in WAL mode, ``synchronous=FULL``.
+
+Usage: ``floor.py SOURCE DEST STATE_DB`` (DEST must not exist yet).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+BATCH = 2048
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def read(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+
+
+def syncfs(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        LIBC.syncfs(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One commit (one WAL fsync) for everything inside, as trueup's journal does."""
+    db.execute("BEGIN IMMEDIATE")
+    yield
+    db.execute("COMMIT")
+
+
+def sources(src: str) -> list[str]:
+    found = []
+    for folder, _dirs, files in os.walk(src):
+        prefix = folder[len(src) :].lstrip("/")
+        found += [f"{prefix}/{name}" if prefix else name for name in files]
+    return sorted(found)
+
+
+def main(src: str, dst: str, state: str) -> None:
+    db = sqlite3.connect(state, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    with transaction(db):
+        db.execute("CREATE TABLE journal (seq INTEGER PRIMARY KEY, rel TEXT, status TEXT, ev TEXT)")
+        db.execute("CREATE TABLE applied (rel TEXT PRIMARY KEY, digest TEXT)")
+    rels = sources(src)
+    contents = [read(os.path.join(src, rel)) for rel in rels]
+    digests = [hashlib.sha256(data).hexdigest() for data in contents]
+    for rel in rels:
+        with suppress(FileNotFoundError):
+            os.lstat(os.path.join(dst, rel))
+    with transaction(db):
+        db.executemany("INSERT INTO journal VALUES (?, ?, 'pending', NULL)", list(enumerate(rels)))
+    for first in range(0, len(rels), BATCH):
+        seqs = range(first, min(first + BATCH, len(rels)))
+        with transaction(db):
+            db.execute(
+                "UPDATE journal SET status = 'running' WHERE seq BETWEEN ? AND ?",
+                (seqs[0], seqs[-1]),
+            )
+        staged, folders = [], set()
+        for seq in seqs:
+            final = os.path.join(dst, rels[seq])
+            folder = os.path.dirname(final)
+            if folder not in folders:
+                os.makedirs(folder, exist_ok=True)
+                folders.add(folder)
+            temp = os.path.join(folder, f".{seq}.tmp")
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, contents[seq])
+            os.close(fd)
+            staged.append((temp, final))
+        syncfs(dst)
+        for temp, final in staged:
+            os.replace(temp, final)
+        for folder in sorted(folders):
+            fsync_dir(folder)
+        evidence = []
+        for seq in seqs:
+            final = os.path.join(dst, rels[seq])
+            os.lstat(final)
+            seen = hashlib.sha256(read(final)).hexdigest()
+            if seen != digests[seq]:
+                raise SystemExit(f"verification of {rels[seq]} failed")
+            evidence.append((json.dumps({"digest": seen}), seq))
+        with transaction(db):
+            db.executemany(
+                "UPDATE journal SET status = 'succeeded', ev = ? WHERE seq = ?", evidence
+            )
+            db.executemany(
+                "INSERT INTO applied VALUES (?, ?)", [(rels[s], digests[s]) for s in seqs]
+            )
+    db.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        raise SystemExit(__doc__)
+    main(*sys.argv[1:])
