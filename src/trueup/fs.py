@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
@@ -68,16 +69,16 @@ class StatCache:
     contents_budget: int = CONTENTS_BUDGET
 
     def lookup(self, path: str, st: os.stat_result) -> str | None:
+        return self._lookup(path, stat_key(st))
+
+    def _lookup(self, path: str, key: StatKey) -> str | None:
         hit = self.entries.get(path)
         if hit is None and self.loader is not None:
             self._load_around(path)
             hit = self.entries.get(path)
-        if hit is None:
+        if hit is None or hit[0] != key or key[1] >= hit[2] - RACY_WINDOW_NS:
             return None
-        key, digest, recorded_ns = hit
-        if key != stat_key(st) or st.st_mtime_ns >= recorded_ns - RACY_WINDOW_NS:
-            return None
-        return digest
+        return hit[1]
 
     def _load_around(self, path: str) -> None:
         folder = os.path.dirname(path)
@@ -100,39 +101,32 @@ class StatCache:
         A racy entry would be ignored by every lookup until re-recorded, so
         storing one (10,000 rows after a first apply) buys nothing.
         """
-        entry = (stat_key(st), digest, time.time_ns())
-        if self._racy(entry):
+        self.learn(path, stat_key(st), digest, None, time.time_ns())
+
+    def learn(self, path: str, key: StatKey, digest: str, data: bytes | None, now_ns: int) -> None:
+        """Record ``digest`` (and keep ``data``, when given) for a file hashed at ``now_ns``.
+
+        Both only for a file older than the racy window: a racy entry would
+        be ignored by every lookup until re-recorded, so storing one (10,000
+        rows after a first apply) buys nothing, and racy bytes are not trusted.
+        """
+        if key[1] >= now_ns - RACY_WINDOW_NS:
             return
         old = self.entries.get(path)
-        if old is not None and old[0] == entry[0] and old[1] == digest and not self._racy(old):
-            return
-        self.entries[path] = entry
-        self.dirty[path] = entry
-
-    @staticmethod
-    def _racy(entry: tuple[StatKey, str, int]) -> bool:
-        return entry[0][1] >= entry[2] - RACY_WINDOW_NS
-
-    def remember(self, path: str, st: os.stat_result, digest: str, data: bytes) -> None:
-        """Keep a small, old file's bytes for the rest of the run, within the budget."""
-        if len(data) > CONTENTS_MAX_FILE or len(data) > self.contents_budget:
-            return
-        if st.st_mtime_ns >= time.time_ns() - RACY_WINDOW_NS:
-            return
-        self.contents[path] = (stat_key(st), digest, data)
-        self.contents_budget -= len(data)
-
-    def recall(self, path: str, st: os.stat_result) -> tuple[str, bytes] | None:
-        """The digest and bytes remembered for ``path``, if its stat is unchanged."""
-        hit = self.contents.get(path)
-        if hit is None or hit[0] != stat_key(st):
-            return None
-        return hit[1], hit[2]
+        if old is None or old[0] != key or old[1] != digest or key[1] >= old[2] - RACY_WINDOW_NS:
+            entry = (key, digest, now_ns)
+            self.entries[path] = entry
+            self.dirty[path] = entry
+        if data is not None and len(data) <= min(CONTENTS_MAX_FILE, self.contents_budget):
+            self.contents[path] = (key, digest, data)
+            self.contents_budget -= len(data)
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One node of an observed tree (never following symlinks)."""
+class Entry(NamedTuple):
+    """One node of an observed tree (never following symlinks).
+
+    A named tuple: a tree of 10,000 files builds 10,000 of them per walk.
+    """
 
     state: str  # file | symlink | directory | special
     digest: str | None = None
@@ -187,26 +181,32 @@ class ReadOnlyFS:
             self.witness[os.fspath(path)] = witness_of(st)
 
     def read_bytes(self, path: Path | str, st: os.stat_result | None = None) -> bytes:
-        st = st or os.lstat(path)
-        self._seen(path, st)
-        self._check_size(path, st.st_size)
-        remembered = self.cache.recall(os.fspath(path), st)
-        if remembered is not None:
-            return remembered[1]
+        key = os.fspath(path)
+        if st is None:
+            st = os.lstat(key)
+        self._seen(key, st)
+        hit = self.cache.contents.get(key)
+        if hit is not None and hit[0] == stat_key(st):
+            return hit[2]
+        return self._read(key, st.st_size)
+
+    def _read(self, key: str, size: int) -> bytes:
         # Plain os calls: open() costs a buffered file object (~10 us a file,
         # a tenth of a second per 10,000). Ask for the size stat gave (+1 to
         # notice growth), not the limit, which would allocate 16 MiB a file.
-        fd = os.open(path, os.O_RDONLY | _O_CLOEXEC)
+        self._check_size(key, size)
+        fd = os.open(key, os.O_RDONLY | _O_CLOEXEC)
         try:
-            data = os.read(fd, st.st_size + 1)
-            while len(data) <= self.max_file_bytes and len(data) > st.st_size:
+            data = os.read(fd, size + 1)
+            while len(data) <= self.max_file_bytes and len(data) > size:
                 more = os.read(fd, self.max_file_bytes + 1 - len(data))
                 if not more:
                     break
                 data += more
         finally:
             os.close(fd)
-        self._check_size(path, len(data))
+        if len(data) > size:
+            self._check_size(key, len(data))
         return data
 
     def _check_size(self, path: Path | str, size: int) -> None:
@@ -217,17 +217,24 @@ class ReadOnlyFS:
             )
 
     def digest_file(self, path: Path | str, st: os.stat_result | None = None) -> str:
-        """The sha256 of a regular file, from the stat cache when it is safe to."""
+        """The sha256 of a regular file, from the stat cache when it is safe to.
+
+        Run once per file of every tree, so the stat key, the witness and the
+        clock are each taken once here rather than in helpers.
+        """
         key = os.fspath(path)
-        st = st or os.lstat(key)
-        self._seen(key, st)
-        cached = self.cache.lookup(key, st)
+        if st is None:
+            st = os.lstat(key)
+        skey = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+        if self.witness is not None:
+            self.witness[key] = (st.st_mode, *skey)
+        cache = self.cache
+        cached = cache._lookup(key, skey)
         if cached is not None:
             return cached
-        data = self.read_bytes(key, st)
-        digest = sha256_bytes(data)
-        self.cache.record(key, st, digest)
-        self.cache.remember(key, st, digest, data)
+        data = self._read(key, st.st_size)
+        digest = hashlib.sha256(data).hexdigest()
+        cache.learn(key, skey, digest, data, time.time_ns())
         return digest
 
     def read_expected(self, path: Path | str, digest: str) -> bytes:
@@ -239,10 +246,10 @@ class ReadOnlyFS:
         key = os.fspath(path)
         st = os.lstat(key)
         self._seen(key, st)
-        remembered = self.cache.recall(key, st)
-        if remembered is not None and remembered[0] == digest:
-            return remembered[1]
-        data = self.read_bytes(key, st)
+        hit = self.cache.contents.get(key)
+        if hit is not None and hit[0] == stat_key(st) and hit[1] == digest:
+            return hit[2]
+        data = self._read(key, st.st_size)
         if sha256_bytes(data) != digest:
             raise ConflictError(
                 f"source {key} changed after the plan was computed",
@@ -259,13 +266,12 @@ class ReadOnlyFS:
             st = self.lstat(path)
             if st is None:
                 return None
-        else:
-            self._seen(path, st)
         mode = st.st_mode
+        if stat.S_ISREG(mode):  # digest_file is its witness
+            return Entry("file", self.digest_file(path, st), bool(mode & stat.S_IXUSR))
+        self._seen(path, st)
         if stat.S_ISLNK(mode):
             return Entry("symlink", link=os.readlink(path))
-        if stat.S_ISREG(mode):
-            return Entry("file", self.digest_file(path, st), is_executable(mode))
         if stat.S_ISDIR(mode):
             return Entry("directory")
         return Entry("special")
