@@ -23,6 +23,7 @@ from trueup.execute.executor import Executor, RunResult, restore_run
 from trueup.execute.gates import Gates, locked_error
 from trueup.execute.rollback import RollbackStore
 from trueup.fs import ReadOnlyFS, Witness, WritableFS
+from trueup.gc_pause import without_cyclic_gc
 from trueup.kinds.base import ObserveContext
 from trueup.model import Action, ActionType, Applied, Observed, Outcome, Plan, Resource, Target
 from trueup.paths import TargetError
@@ -84,6 +85,7 @@ class Engine:
         return Gates(self.store, self.actor, target, event, plan_digest)
 
     # -- plan ---------------------------------------------------------------
+    @without_cyclic_gc
     def prepare(
         self,
         path: Path,
@@ -256,6 +258,7 @@ class Engine:
             detail={"outcome": result.outcome.value if result else "nothing to change"},
         )
 
+    @without_cyclic_gc
     def _execute(
         self,
         run: RunInfo,

@@ -7,8 +7,10 @@ sees it.
 
 from __future__ import annotations
 
+import marshal
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -157,3 +159,24 @@ def test_a_plan_remembered_for_one_state_store_is_not_used_for_another(
         assert not elsewhere.prepare(world / "profile.toml", world / "root").remembered
     finally:
         elsewhere.close()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b[: len(b) // 2],  # cut short, as by a full disk
+        lambda b: b"\x00" * len(b),  # overwritten
+        lambda b: b"",  # emptied
+        lambda b: marshal.dumps(["not", "a", "memo"]),  # some other value
+    ],
+    ids=["truncated", "zeroed", "empty", "wrong shape"],
+)
+def test_a_damaged_memory_is_ignored_and_replaced(
+    engine: Engine, world: Path, damage: Callable[[bytes], bytes]
+) -> None:
+    assert changes(engine, world) == [] and remembered(engine, world)
+    (memo,) = (engine.settings.data / "cache" / "plans").iterdir()
+    memo.write_bytes(damage(memo.read_bytes()))
+    again = engine.prepare(world / "profile.toml", world / "root")
+    assert not again.remembered and not again.plan.changes
+    assert remembered(engine, world)
