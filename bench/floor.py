@@ -21,35 +21,25 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from typing import TypeVar
 
 BATCH = 2048
+T = TypeVar("T")
 LIBC = ctypes.CDLL(None, use_errno=True)
 
 
+def on_fd(path: str, flags: int, use: Callable[[int], T]) -> T:
+    fd = os.open(path, flags)
+    try:
+        return use(fd)
+    finally:
+        os.close(fd)
+
+
 def read(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.read(fd, os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
-
-
-def syncfs(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        LIBC.syncfs(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    return on_fd(path, os.O_RDONLY, lambda fd: os.read(fd, os.fstat(fd).st_size))
 
 
 @contextmanager
@@ -102,11 +92,11 @@ def main(src: str, dst: str, state: str) -> None:
             os.write(fd, contents[seq])
             os.close(fd)
             staged.append((temp, final))
-        syncfs(dst)
+        on_fd(dst, os.O_RDONLY, LIBC.syncfs)
         for temp, final in staged:
             os.replace(temp, final)
         for folder in sorted(folders):
-            fsync_dir(folder)
+            on_fd(folder, os.O_RDONLY | os.O_DIRECTORY, os.fsync)
         evidence = []
         for seq in seqs:
             final = os.path.join(dst, rels[seq])
