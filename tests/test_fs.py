@@ -122,6 +122,35 @@ def test_size_limit(tmp_path: Path) -> None:
         ReadOnlyFS(max_file_bytes=10).read_bytes(path)
 
 
+def test_a_known_digest_does_not_lift_the_size_limit(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 100)
+    age(path, 10)
+    cache = StatCache()
+    ReadOnlyFS(cache).digest_file(path)  # known to the cache now
+    with pytest.raises(FileTooLargeError):
+        ReadOnlyFS(cache, max_file_bytes=10).digest_file(path)
+
+
+def test_a_file_written_over_a_symlink_gets_a_private_mode(tmp_path: Path) -> None:
+    os.umask(0o022)
+    (tmp_path / "f").symlink_to(tmp_path / "nowhere")  # a link's own bits are 0777
+    fs = WritableFS(tag="t")
+    fs.write(tmp_path / "f", b"new")
+    fs.commit()
+    assert not (tmp_path / "f").is_symlink()
+    assert (tmp_path / "f").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_rewritten_file_keeps_its_own_mode(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"old")
+    os.chmod(tmp_path / "f", 0o600)
+    fs = WritableFS(tag="t")
+    fs.write(tmp_path / "f", b"new")
+    fs.commit()
+    assert (tmp_path / "f").stat().st_mode & 0o777 == 0o600
+
+
 def test_staged_writes_are_invisible_until_commit(tmp_path: Path) -> None:
     fs = WritableFS(tag="t")
     target = tmp_path / "a" / "b" / "f"

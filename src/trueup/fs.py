@@ -228,6 +228,7 @@ class ReadOnlyFS:
         skey = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
         if self.witness is not None:
             self.witness[key] = (st.st_mode, *skey)
+        self._check_size(key, st.st_size)  # a known digest does not lift the limit
         cache = self.cache
         cached = cache._lookup(key, skey)
         if cached is not None:
@@ -367,8 +368,10 @@ class WritableFS(ReadOnlyFS):
         self.make_parents(final)
         current = None if os.path.dirname(final) in self._fresh else self.lstat(final)
         if mode is None:
-            # Keep the read/write bits a file already has; new files get 0644.
-            base = stat.S_IMODE(current.st_mode) & 0o666 if current else 0o644
+            # Keep the read/write bits a regular file already has; anything else
+            # (new, or a link whose bits are always 0777) gives 0644.
+            regular = current is not None and stat.S_ISREG(current.st_mode)
+            base = stat.S_IMODE(current.st_mode) & 0o666 if current and regular else 0o644
             mode = base | 0o111 if executable else base
         temp = self.temp_path(final)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600)

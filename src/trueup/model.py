@@ -299,6 +299,17 @@ _OUTCOME_EXIT = {
 }
 
 
+def plan_status(actions: tuple[Action, ...]) -> str:
+    """A plan's state for people and scripts: its outcome, or ``changes-pending``.
+
+    ``converged`` would be wrong for a plan that still has changes to apply.
+    """
+    outcome = outcome_of(actions)
+    if outcome is Outcome.CONVERGED and any(a.type.mutates for a in actions):
+        return "changes-pending"
+    return outcome.value
+
+
 def outcome_of(actions: tuple[Action, ...], failed: bool = False) -> Outcome:
     """Failed > Drift > HumanActionRequired > Converged."""
     if failed:

@@ -60,6 +60,8 @@ def test_plan_changes_nothing_and_shows_diffs(world: World) -> None:
 
 def test_apply_converges_then_a_local_edit_is_drift(world: World) -> None:
     profile = make_profile(world)
+    pending = world.run("plan", profile, "--root", str(world.root), "--json")
+    assert (pending.code, pending.json["status"]) == (0, "changes-pending")
     applied = world.run("apply", profile, "--root", str(world.root), "--yes")
     assert applied.code == 0, applied.out + applied.err
     assert "converged" in applied.out
@@ -67,7 +69,7 @@ def test_apply_converges_then_a_local_edit_is_drift(world: World) -> None:
     assert world.target(".claude/skills/review/scripts/check.sh").read_text() == "echo ok\n"
 
     again = world.run("plan", profile, "--root", str(world.root), "--json")
-    assert again.code == 0
+    assert (again.code, again.json["status"]) == (0, "converged")
     assert {a["type"] for a in again.json["data"]["plan"]["actions"]} == {"no-op"}
 
     skill = world.target(".claude/skills/review/SKILL.md")

@@ -114,7 +114,7 @@ def plan(
 
     def body() -> int:
         from trueup.cli.render import render_plan
-        from trueup.model import outcome_of
+        from trueup.model import outcome_of, plan_status
 
         engine = _engine(state, max_file_bytes)
         prepared = engine.plan(file, _root(root), overwrite or ())
@@ -123,7 +123,7 @@ def plan(
             engine.save_plan(the_plan, out_file)
         outcome = outcome_of(the_plan.actions)
         if json_out:
-            out.envelope(outcome.value, outcome.exit_code, "", _plan_json(the_plan))
+            out.envelope(plan_status(the_plan.actions), outcome.exit_code, "", _plan_json(the_plan))
         else:
             render_plan(
                 out.console, the_plan, lambda a: engine.preview(prepared, a), show_unchanged

@@ -60,7 +60,7 @@ def org_plan(
 
     def body() -> int:
         from trueup.cli.org_render import render_org_plan
-        from trueup.model import outcome_of
+        from trueup.model import outcome_of, plan_status
 
         engine = _org_engine(state)
         try:
@@ -70,7 +70,8 @@ def org_plan(
                 engine.base.save_plan(plan, out_file)
             outcome = outcome_of(plan.actions)
             if json_out:
-                out.envelope(outcome.value, outcome.exit_code, "", _plan_json(prepared, plan))
+                status = plan_status(plan.actions)
+                out.envelope(status, outcome.exit_code, "", _plan_json(prepared, plan))
             else:
                 render_org_plan(out.console, prepared, plan, show_unchanged)
                 if out_file is not None:
