@@ -123,8 +123,7 @@ class Engine:
         cache = self.store.load_stat_cache()
         witnesses: dict[str, Witness] = {}
         fs = ReadOnlyFS(cache, self.settings.max_file_bytes, witnesses)
-        fs.lstat(path)
-        fs.lstat(os.path.realpath(path))  # the profile, and what a link to it points at
+        fs.follow(path)  # the profile, and every link on the way to it
         profile = load_profile(path, fs, self.settings.data / "cache" / "profiles")
         target = Target("profile", profile.id, profile.name, str(root))
         if permission is not None:

@@ -33,6 +33,7 @@ RACY_WINDOW_NS = 2_000_000_000
 StatKey = tuple[int, int, int, int]
 Witness = tuple[int, int, int, int, int] | None
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks
 
 
 class FileTooLargeError(UsageError):
@@ -175,6 +176,23 @@ class ReadOnlyFS:
         if self.witness is not None:
             self.witness[os.fspath(path)] = witness_of(st)
         return st
+
+    def follow(self, path: Path | str) -> str:
+        """Where ``path`` leads, with every symlink on the way witnessed.
+
+        What is read through a link depends on the link and on what it points
+        at: witnessing only the real file would miss the link being pointed
+        elsewhere, and witnessing only the link would miss an edit of its
+        target. Links in the middle of the path are covered by the witness of
+        the path itself, whose stat is that of what they lead to.
+        """
+        current = os.path.abspath(path)
+        for _ in range(_MAX_LINKS):
+            st = self.lstat(current)
+            if st is None or not stat.S_ISLNK(st.st_mode):
+                break
+            current = os.path.join(os.path.dirname(current), os.readlink(current))
+        return os.path.realpath(current)
 
     def _seen(self, path: Path | str, st: os.stat_result) -> None:
         if self.witness is not None:

@@ -65,6 +65,10 @@ BAD = {
         GOOD.replace('content = "1"', 'source = "nope.txt"'),
         ["resource 'one'", "'nope.txt' does not exist"],
     ),
+    "source is a folder": (
+        GOOD.replace('content = "1"', 'source = "."'),
+        ["resource 'one'", "source '.' is not a file"],
+    ),
     "duplicate id": (
         GOOD + '\n[[resource]]\nid = "one"\nkind = "file"\ntarget = "b"\ncontent = "x"\n',
         ["'one' is declared twice"],

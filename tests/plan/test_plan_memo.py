@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -180,3 +181,84 @@ def test_a_damaged_memory_is_ignored_and_replaced(
     again = engine.prepare(world / "profile.toml", world / "root")
     assert not again.remembered and not again.plan.changes
     assert remembered(engine, world)
+
+
+# -- links: what is read through a link depends on the link and on its target --
+# A change is aged on its own (``aged``): ageing everything would change every
+# ctime, and so every witness, hiding nothing whatever trueup watched.
+def aged(*paths: Path) -> None:
+    past = time.time_ns() - 10_000_000_000
+    for path in paths:
+        os.utime(path, ns=(past, past), follow_symlinks=False)
+
+
+def linked(path: Path, to: Path) -> None:
+    """Make ``path`` a link to ``to`` (replacing whatever is there, as ln -sfn)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+    path.symlink_to(to)
+
+
+@pytest.mark.parametrize("memory", ["remembered", "forgotten"])
+def test_an_edit_behind_a_linked_source_file_is_seen(
+    engine: Engine, world: Path, memory: str
+) -> None:
+    (world / "shared").mkdir()
+    (world / "shared" / "one.txt").write_text("one\n")
+    linked(world / "src" / "one.txt", world / "shared" / "one.txt")
+    age(world)
+    assert changes(engine, world) == [] and remembered(engine, world)
+    (world / "shared" / "one.txt").write_text("edited\n")
+    aged(world / "shared" / "one.txt")
+    if memory == "forgotten":  # then only the stat cache could hide the edit
+        shutil.rmtree(engine.settings.data / "cache" / "plans")
+    assert changes(engine, world) == [("file", "write-file")]
+
+
+def test_a_linked_source_folder_pointed_elsewhere_is_seen(engine: Engine, world: Path) -> None:
+    for version in ("v1", "v2"):
+        shutil.copytree(world / "src" / "tree", world / version)
+    (world / "v2" / "a.txt").write_text("a, second version\n")
+    (world / "skills").mkdir()  # nothing else in it is read: only the link tells
+    linked(world / "skills" / "tree", world / "v1")
+    (world / "profile.toml").write_text(PROFILE.replace('"src/tree"', '"skills/tree"'))
+    age(world)
+    assert changes(engine, world) == [] and remembered(engine, world)
+    linked(world / "skills" / "tree", world / "v2")
+    aged(world / "skills" / "tree", world / "skills")
+    assert changes(engine, world) == [("tree", "mirror-directory")]
+
+
+def test_a_profile_reached_through_a_chain_of_links_is_watched_all_along(
+    engine: Engine, world: Path
+) -> None:
+    for release, text in (("r1", PROFILE), ("r2", PROFILE.replace("etc/one", "etc/two"))):
+        (world / "releases" / release).mkdir(parents=True)
+        (world / "releases" / release / "profile.toml").write_text(text)
+    (world / "links").mkdir()
+    linked(world / "links" / "current.toml", world / "releases" / "r1" / "profile.toml")
+    linked(world / "profile.toml", world / "links" / "current.toml")
+    age(world)
+    assert changes(engine, world) == [] and remembered(engine, world)
+    linked(world / "links" / "current.toml", world / "releases" / "r2" / "profile.toml")
+    aged(world / "links" / "current.toml", world / "links")
+    assert changes(engine, world) == [("file", "write-file")]
+
+
+def test_a_folder_deep_above_a_target_swapped_for_a_link_out_of_the_root_is_refused(
+    engine: Engine, world: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    deep = PROFILE.replace('target = "etc/one.txt"', 'target = "etc/deep/er/one.txt"')
+    (world / "profile.toml").write_text(deep)
+    prepared = engine.prepare(world / "profile.toml", world / "root")
+    assert engine.apply(prepared, prepared.plan) is not None
+    age(world)
+    assert changes(engine, world) == [] and remembered(engine, world)
+    outside = tmp_path_factory.mktemp("elsewhere") / "deep"
+    (world / "root" / "etc" / "deep").rename(outside)
+    linked(world / "root" / "etc" / "deep", outside)
+    aged(world / "root" / "etc" / "deep", world / "root" / "etc")
+    with pytest.raises(UsageError, match="outside the root"):
+        engine.prepare(world / "profile.toml", world / "root")

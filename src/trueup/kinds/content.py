@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,15 @@ def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> di
     """Replace ``source``/``content`` by an absolute source path or text, plus a digest."""
     spec = dict(fields)
     if spec.get("source") is not None:
-        source = os.path.normpath(os.path.join(base_dir, spec["source"]))
+        declared = os.path.normpath(os.path.join(base_dir, spec["source"]))
+        # A source may be a link: read, hash and remember what it leads to.
+        source = fs.follow(declared)
         st = fs.lstat(source)
         if st is None:
-            raise UsageError(f"source {spec['source']!r} does not exist (looked in {source})")
-        spec["source"] = str(source)
+            raise UsageError(f"source {spec['source']!r} does not exist (looked in {declared})")
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"source {spec['source']!r} is not a file (looked in {declared})")
+        spec["source"] = source
         spec["digest"] = fs.digest_file(source, st)
     elif spec.get("content") is not None:
         spec["digest"] = sha256_bytes(spec["content"].encode("utf-8"))

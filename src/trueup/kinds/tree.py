@@ -157,13 +157,14 @@ class TreeKind(Kind):
     def resolve(
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
     ) -> dict[str, Any]:
-        source = (base_dir / fields["source"]).resolve()
-        if not source.is_dir():
+        declared = base_dir / fields["source"]
+        source = fs.follow(declared)  # a link to the folder is witnessed, and followed
+        if not os.path.isdir(source):
             raise UsageError(
-                f"source folder {fields['source']!r} does not exist (looked in {source})"
+                f"source folder {fields['source']!r} does not exist (looked in {declared})"
             )
         files = as_tree(fs.walk(source))
-        return {"source": str(source), "files": files, "digest": tree_digest(files)}
+        return {"source": source, "files": files, "digest": tree_digest(files)}
 
     def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[str]:
         base = ctx.path_str(resource.target)

@@ -71,6 +71,7 @@ class PlanMemo:
     """One remembered plan per (profile file, root, options), under ``<data>/cache/plans``."""
 
     def __init__(self, folder: Path, profile: Path, root: Path, options: dict[str, Any]) -> None:
+        self.root = str(root)
         self.key = {
             "format": FORMAT,
             "code": _code_stamp(),
@@ -109,12 +110,13 @@ class PlanMemo:
         """Remember a plan without changes; best effort, like every cache.
 
         ``witnesses`` are the paths the plan read; the folders holding them are
-        witnessed too (a link swapped in for one, or a file added beside).
+        witnessed too (a link swapped in for one, or a file added beside), and
+        below the root every folder up to it.
         """
         if plan.changes:
             self.forget()
             return
-        witnesses = {**witnesses, **_parents_of(witnesses)}
+        witnesses = {**witnesses, **_folders_of(witnesses, self.root)}
         document = {
             "key": self.key,
             "profile": profile,
@@ -137,10 +139,21 @@ class PlanMemo:
             os.unlink(self.path)
 
 
-def _parents_of(witnesses: dict[str, Witness]) -> dict[str, Witness]:
-    folders = {os.path.dirname(path) for path in witnesses} - set(witnesses)
+def _folders_of(witnesses: dict[str, Witness], root: str) -> dict[str, Witness]:
+    """The folder of every witnessed path, and for a path below ``root`` every
+    folder up to it: a folder swapped for a link (out of the root, say) is seen.
+    """
+    below = root.rstrip("/") + "/"
+    folders: set[str] = set()
+    for path in witnesses:
+        folder = os.path.dirname(path)
+        while folder not in folders:
+            folders.add(folder)
+            if not folder.startswith(below):
+                break
+            folder = os.path.dirname(folder)
     found: dict[str, Witness] = {}
-    for folder in folders:
+    for folder in folders - set(witnesses):
         try:
             found[folder] = witness_of(os.lstat(folder))
         except (FileNotFoundError, NotADirectoryError):
