@@ -33,6 +33,35 @@ def test_mirror_owned_keeps_an_owned_file_modified_locally(machine: Machine) -> 
     assert machine.path("out/b.txt").read_text() == "edited"
 
 
+def test_mirror_owned_never_overwrites_a_declared_file_someone_else_wrote(
+    machine: Machine,
+) -> None:
+    machine.source("src/a.txt", "a")
+    machine.source("src/b.txt", "b")
+    machine.put("out/a.txt", "theirs")
+    action = machine.action(DIRECTORY, "d")
+    assert action.type is T.DRIFT_CONFLICT and "a.txt" in action.summary
+    machine.apply(DIRECTORY)
+    assert machine.path("out/a.txt").read_text() == "theirs"
+    assert not machine.path("out/b.txt").exists(), "the folder is left exactly as it is"
+    machine.converge(DIRECTORY, force=("d",))
+    assert machine.path("out/a.txt").read_text() == "a"
+
+
+def test_mirror_owned_updates_its_own_files_but_not_edited_ones(machine: Machine) -> None:
+    machine.source("src/a.txt", "a1")
+    machine.source("src/b.txt", "b1")
+    machine.converge(DIRECTORY)
+    machine.source("src/a.txt", "a2")
+    machine.converge(DIRECTORY)
+    assert machine.path("out/a.txt").read_text() == "a2", "unmodified since written: updated"
+    machine.path("out/b.txt").write_text("edited")
+    machine.source("src/b.txt", "b2")
+    assert machine.action(DIRECTORY, "d").type is T.DRIFT_CONFLICT
+    machine.apply(DIRECTORY)
+    assert machine.path("out/b.txt").read_text() == "edited"
+
+
 def test_replace_is_a_true_mirror(machine: Machine) -> None:
     machine.source("src/a.txt", "a")
     machine.put("out/theirs.txt", "theirs")
@@ -77,3 +106,13 @@ def test_dropped_skill_is_removed_only_if_unmodified(machine: Machine) -> None:
     machine.put("skills/s/SKILL.md", "v1")
     machine.converge("")
     assert not machine.path("skills/s").exists()
+
+
+def test_a_dropped_skill_with_a_file_added_by_hand_is_drift_and_kept(machine: Machine) -> None:
+    machine.source("skill/SKILL.md", "v1")
+    machine.converge(SKILL)
+    machine.put("skills/s/notes.md", "my notes")
+    assert machine.action("", "s").type is T.DRIFT_CONFLICT
+    machine.apply("")
+    assert machine.path("skills/s/notes.md").read_text() == "my notes"
+    assert machine.path("skills/s/SKILL.md").read_text() == "v1"

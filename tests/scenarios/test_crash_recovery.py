@@ -34,6 +34,7 @@ id = "tree"
 kind = "directory"
 target = "tree"
 source = "tree"
+policy = "replace"  # takes tree/a.txt, which trueup never wrote (mirror-owned would not)
 
 [[resource]]
 id = "skill"

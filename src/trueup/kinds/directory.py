@@ -1,7 +1,10 @@
 """The directory kind: a folder mirrored from a source folder.
 
 mirror-owned (default) adds and updates the declared files and removes only
-files trueup wrote earlier that are still unmodified; replace is a true mirror.
+files trueup wrote earlier that are still unmodified; a declared file that
+someone else wrote, or changed since trueup did, is a drift conflict and the
+folder is left as it is (``--overwrite`` takes the declared version). replace
+is a true mirror.
 """
 
 from __future__ import annotations
@@ -37,7 +40,18 @@ class DirectoryKind(tree.TreeKind):
             )
         live = observed.detail.get("files", {})
         if resource.policy == "replace":
-            removable: list[str] = list(live)
-        else:
-            removable = tree.owned_unmodified(applied, live) if applied else []
+            return tree.mirror(resource, observed, list(live), "folder")
+        clobbered = [] if force else tree.clobbered(resource.spec["files"], live, applied)
+        if clobbered:
+            return Decision(
+                ActionType.DRIFT_CONFLICT,
+                f"drift: {tree.listed(clobbered)} changed locally or not written by trueup; "
+                "left exactly as it is",
+                drift={
+                    "observed": observed.digest,
+                    "applied": applied.digest if applied else None,
+                    "desired": resource.spec["digest"],
+                },
+            )
+        removable = tree.owned_unmodified(applied, live) if applied else []
         return tree.mirror(resource, observed, removable, "folder")

@@ -114,26 +114,49 @@ def mirror(resource: Resource, observed: Observed, removable: Iterable[str], wha
 
 
 def removal(applied: Applied, observed: Observed, whole: bool) -> Decision:
-    """Drop a no-longer-declared tree if what trueup wrote is still unmodified."""
+    """Drop a no-longer-declared tree if what trueup wrote is still unmodified.
+
+    ``whole`` (a skill, or a folder trueup mirrored exactly): the folder is
+    trueup's, so any file in it that trueup did not write is a modification
+    too. Otherwise only trueup's own unmodified files go; others stay.
+    """
     if observed.state == "absent":
         return Decision(ActionType.REMOVE_RESOURCE, "forget (already gone)", {"remove": []})
     live = observed.detail.get("files", {})
     owned = applied.detail.get("files", {})
     unmodified = owned_unmodified(applied, live)
-    if len(unmodified) != len([rel for rel in owned if rel in live]):
+    changed = [rel for rel in owned if rel in live and rel not in unmodified]
+    if whole:
+        changed += sorted(rel for rel in live if rel not in owned)
+    if changed:
         return Decision(
             ActionType.DRIFT_CONFLICT,
-            "drift: no longer declared, but modified since trueup wrote it: left in place",
+            f"drift: no longer declared, but {listed(changed)} changed or added since trueup "
+            "wrote it: left in place",
             drift={"observed": observed.digest, "applied": applied.digest, "desired": None},
         )
-    remove = sorted(live) if whole else sorted(unmodified)
+    remove = sorted(unmodified)
     return Decision(
         ActionType.REMOVE_RESOURCE,
         f"remove {len(remove)} file(s) (no longer declared)",
         {"remove": remove},
-        # Only files trueup never wrote are data it cannot give back.
-        destroys=bool(set(remove) - set(owned)),
     )
+
+
+def clobbered(desired: Tree, live: Tree, applied: Applied | None) -> list[str]:
+    """Declared files whose live content trueup did not write, or that changed since it did."""
+    owned: Mapping[str, TreeEntry] = applied.detail.get("files", {}) if applied else {}
+    return sorted(
+        rel
+        for rel, entry in desired.items()
+        if rel in live and live[rel] != entry and owned.get(rel) != live[rel]
+    )
+
+
+def listed(rels: list[str], most: int = 3) -> str:
+    """A few paths for a one-line message, and how many more there are."""
+    more = f" and {len(rels) - most} more" if len(rels) > most else ""
+    return ", ".join(rels[:most]) + more
 
 
 def tree_preview(action: Action) -> str:
