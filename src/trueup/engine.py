@@ -343,9 +343,13 @@ class Engine:
             for a in self.store.run_actions(run.id)
             if a.status == "running" and a.rollback_ref
         ]
-        restore_run(self.store, run, rollback, fs, [(s, r) for s, r in in_flight if r])
+        kept = restore_run(self.store, run, rollback, fs, [(s, r) for s, r in in_flight if r])
         swept = rollback.sweep_temp_files()
-        self.store.event(run.id, "run.recovered", {"restored": len(in_flight), "temp_swept": swept})
+        self.store.event(
+            run.id,
+            "run.recovered",
+            {"restored": len(in_flight), "kept_as_changed": kept, "temp_swept": swept},
+        )
         source = Path(run.declaration or "")
         if not run.declaration or not source.exists():
             self.store.set_run_status(

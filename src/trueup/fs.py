@@ -345,6 +345,8 @@ class WritableFS(ReadOnlyFS):
         self.tag = tag or str(os.getpid())
         self._staged: list[_Staged] = []
         self._removals: list[str] = []
+        # What each staged path will hold after commit (see ``outcomes``).
+        self._outcomes: dict[str, str] = {}
         self._prunes: list[tuple[str, str]] = []
         self._dirs: set[str] = set()
         # Folders seen to exist: a tree of 10,000 files has 100 parents to check.
@@ -399,6 +401,7 @@ class WritableFS(ReadOnlyFS):
         finally:
             os.close(fd)
         self._staged.append(_Staged(temp, final, _is_dir(current)))
+        self._outcomes[final] = "file:" + hashlib.sha256(data).hexdigest()
 
     def symlink(self, path: Path | str, link: str) -> None:
         final = os.fspath(path)
@@ -407,12 +410,22 @@ class WritableFS(ReadOnlyFS):
         temp = self.temp_path(final)
         os.symlink(link, temp)
         self._staged.append(_Staged(temp, final, _is_dir(current)))
+        self._outcomes[final] = "link:" + link
 
     def remove(self, path: Path | str, prune_up_to: Path | str | None = None) -> None:
         """Stage a removal; with ``prune_up_to``, empty parents below it go too."""
         self._removals.append(os.fspath(path))
+        self._outcomes[os.fspath(path)] = ABSENT_OUTCOME
         if prune_up_to is not None:
             self._prunes.append((os.path.dirname(os.fspath(path)), os.fspath(prune_up_to)))
+
+    def outcomes(self) -> dict[str, str]:
+        """What each staged path will hold once committed (``outcome_of`` spelling).
+
+        Kept with the rollback material before commit, so a recovery can tell
+        a path this run wrote from one somebody changed after it stopped.
+        """
+        return dict(self._outcomes)
 
     def commit(self) -> None:
         """Make every staged change durable and visible, in a crash-safe order.
@@ -440,6 +453,7 @@ class WritableFS(ReadOnlyFS):
         self._prunes.clear()
         self._dirs.clear()
         self._fresh.clear()
+        self._outcomes.clear()
 
     def discard(self) -> None:
         """Drop staged temp files (used when a batch fails before commit)."""
@@ -449,6 +463,7 @@ class WritableFS(ReadOnlyFS):
         self._removals.clear()
         self._prunes.clear()
         self._fresh.clear()
+        self._outcomes.clear()
 
     def remove_empty_dirs(self, folder: Path | str, stop: Path | str) -> None:
         """Remove ``folder`` and its parents while empty, down to and including ``stop``."""
@@ -461,6 +476,23 @@ class WritableFS(ReadOnlyFS):
                 return
             self._dirs.add(os.fspath(current.parent))
             current = current.parent
+
+
+ABSENT_OUTCOME = "absent"
+
+
+def outcome_of(path: str) -> str:
+    """What ``path`` holds now, spelt as ``WritableFS.outcomes`` spells it."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return ABSENT_OUTCOME
+    if stat.S_ISLNK(st.st_mode):
+        return "link:" + os.readlink(path)
+    if stat.S_ISREG(st.st_mode):
+        with open(path, "rb") as handle:
+            return "file:" + hashlib.file_digest(handle, "sha256").hexdigest()
+    return "other"
 
 
 def _is_dir(st: os.stat_result | None) -> bool:

@@ -131,3 +131,41 @@ def test_kill_at_boundary_then_recover(world: World, boundary: str, nth: int) ->
 
     after = world.run("plan", profile, "--root", str(world.root), "--json")
     assert {a["type"] for a in after.json["data"]["plan"]["actions"]} == {"no-op"}
+
+
+EDITS = """
+[profile]
+id = "edits"
+name = "Edits"
+
+[[resource]]
+id = "config"
+kind = "config"
+target = "c.toml"
+keys = { model = "gpt-5" }
+
+[[resource]]
+id = "file"
+kind = "file"
+target = "f.txt"
+content = "declared\\n"
+policy = "replace-if-unmodified"
+"""
+
+
+def test_recover_never_undoes_an_edit_made_after_the_crash(world: World) -> None:
+    world.target("c.toml").write_text('theme = "dark"\n')
+    profile = str(world.write("edits.toml", EDITS))
+    killed = world.run(
+        "apply", profile, "--root", str(world.root), "--yes", env={"TRUEUP_CRASH_AT": "mutated"}
+    )
+    assert killed.code == -9
+    assert read(world, "f.txt") == "declared\n", "the run wrote both before it was killed"
+    world.target("c.toml").write_text(read(world, "c.toml") + 'font = "mono"\n')
+    world.target("f.txt").write_text("my own text\n")
+
+    recovered = world.run("recover")
+    assert recovered.code == 4, recovered.out + recovered.err
+    assert read(world, "f.txt") == "my own text\n"
+    assert 'font = "mono"' in (read(world, "c.toml") or "")
+    assert "drift" in recovered.out

@@ -16,6 +16,7 @@ BOUNDARIES = (
     "journal-pending",
     "rollback-flushed",
     "journal-running",
+    "outcomes-noted",
     "temp-written",
     "mutated",
     "journal-succeeded",

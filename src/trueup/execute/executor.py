@@ -243,6 +243,9 @@ class Executor:
             learned = kinds.get(action.kind).apply(action, self._resource(action), self.ctx)
             if learned is not None:
                 self._checkpoint(seq, action, learned)
+        if manifest is not None:
+            self.rollback.note_written(manifest, self.fs.outcomes())
+            reach("outcomes-noted")
         self.fs.commit()
         reach("mutated")
         done: list[tuple[int, Action, Evidence]] = []
@@ -398,10 +401,17 @@ def restore_run(
     rollback: RollbackStore,
     fs: WritableFS,
     items: Sequence[tuple[int, str]],
-) -> None:
-    """Restore actions newest first, and the applied records they replaced."""
+) -> list[str]:
+    """Restore actions newest first, and the applied records they replaced.
+
+    Returns the paths left as they are because somebody changed them after
+    the run wrote them (a recovery never undoes a person's edit).
+    """
+    kept: list[str] = []
     for seq, ref in sorted(items, reverse=True):
-        previous = rollback.restore(ref, fs)
+        previous, changed = rollback.restore(ref, fs)
+        kept += changed
+        note = f"kept as changed after the run: {', '.join(changed)}" if changed else None
         with store.db.transaction():
             rid = store.action_resource(run.id, seq)
             if previous is None:
@@ -419,4 +429,5 @@ def restore_run(
                         )
                     ],
                 )
-            store.set_action_status(run.id, [(seq, "restored", None, None, None)])
+            store.set_action_status(run.id, [(seq, "restored", None, None, note)])
+    return kept

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trueup.fs import TEMP_MARK, ReadOnlyFS, WritableFS, sha256_bytes, sync_paths
+from trueup.fs import (
+    ABSENT_OUTCOME,
+    TEMP_MARK,
+    ReadOnlyFS,
+    WritableFS,
+    outcome_of,
+    sha256_bytes,
+    sync_paths,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +117,35 @@ class RollbackStore:
             entry: dict[str, Any] = json.load(handle)[seq]
         return entry
 
-    def restore(self, ref: str, fs: WritableFS) -> dict[str, Any] | None:
-        """Put every snapshot of one action back; returns the applied record it replaced."""
+    def note_written(self, manifest: str, outcomes: dict[str, str]) -> None:
+        """Keep, before a batch's changes become visible, what each path will hold.
+
+        A path a recovery finds neither as it was nor as this note says was
+        changed by somebody after the run stopped: it is left alone.
+        """
+        target = self.base / _written_name(manifest)
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(outcomes))
+        sync_paths([str(target)], [str(self.base)])
+
+    def restore(self, ref: str, fs: WritableFS) -> tuple[dict[str, Any] | None, list[str]]:
+        """Put back every path of one action that still holds what the run wrote.
+
+        Returns the applied record the action replaced, and the paths kept as
+        they are because somebody changed them after the run wrote them.
+        """
         entry = self.load(ref)
+        written = self._written(ref)
+        kept: list[str] = []
         for snap in reversed(entry["snapshots"]):
             path = snap["path"]
             state = snap["state"]
+            now = outcome_of(path)
+            if now == _as_outcome(snap):
+                continue  # as it was before the run
+            if written.get(path) != now:
+                kept.append(path)
+                continue
             if state == "absent":
                 if fs.lstat(path) is not None:
                     fs.remove(path)
@@ -130,7 +161,15 @@ class RollbackStore:
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
         applied: dict[str, Any] | None = entry["applied"]
-        return applied
+        return applied, kept
+
+    def _written(self, ref: str) -> dict[str, str]:
+        try:
+            with open(self.base / _written_name(ref.partition("#")[0]), encoding="utf-8") as f:
+                noted: dict[str, str] = json.load(f)
+        except FileNotFoundError:  # the run stopped before changing anything of the batch
+            return {}
+        return noted
 
     def sweep_temp_files(self) -> int:
         """Remove temp files a killed run left beside the paths it was changing."""
@@ -154,3 +193,17 @@ class RollbackStore:
     def discard(self) -> None:
         """Remove the run's material; failures here never change an outcome."""
         shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _written_name(manifest: str) -> str:
+    return manifest.replace("batch-", "written-", 1)
+
+
+def _as_outcome(snap: dict[str, Any]) -> str:
+    """A snapshot spelt as ``fs.outcome_of`` spells what a path holds."""
+    state = snap["state"]
+    if state == "file":
+        return "file:" + str(snap["blob"])
+    if state == "symlink":
+        return "link:" + str(snap["link"])
+    return ABSENT_OUTCOME if state == "absent" else "other"
