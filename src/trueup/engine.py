@@ -131,6 +131,13 @@ class Engine:
         history = self.store.run_history(target.key)
         applied = self.store.applied(target.key)
         resources = {r.id: r for r in profile.resources}
+        unknown = sorted(set(force) - set(resources) - set(applied))
+        if unknown:
+            raise UsageError(
+                f"--overwrite {unknown[0]}: no resource has that id in {profile.path} "
+                "or among those trueup applied here",
+                hint="use the id of a resource the plan reports as drift",
+            )
         observed = observe_all(
             [
                 *profile.resources,

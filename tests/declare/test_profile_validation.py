@@ -101,6 +101,15 @@ BAD = {
         'target = "c.json"\nkeys = { "a" = 1, "a.b" = 2 }\n',
         ["resource 'c'", "overlap"],
     ),
+    "a date as a config value": (
+        '[profile]\nid = "p"\nname = "P"\n[[resource]]\nid = "c"\nkind = "config"\n'
+        'target = "c.toml"\nkeys = { when = 1979-05-27T07:32:00Z }\n',
+        ["resource 'c'", "field 'keys'", "write them as strings"],
+    ),
+    "a string for a boolean": (
+        GOOD.replace('content = "1"', 'content = "1"\nexecutable = "yes"'),
+        ["resource 'one'", "field 'executable'", "boolean"],
+    ),
     "profile section": (GOOD.replace('id = "p"\n', ""), ["[profile]", "field 'id'"]),
     "toml syntax": (GOOD.replace('name = "P"', "name = "), ["not valid toml"]),
 }
@@ -144,3 +153,28 @@ def test_schema_lists_every_kind_and_policy() -> None:
         "mirror-owned",
     ):
         assert word in text
+
+
+def test_a_config_file_of_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
+    text = GOOD.replace('kind = "file"', 'kind = "config"').replace(
+        'target = "a/one.txt"\ncontent = "1"', 'target = "a/app.conf"\nkeys = { a = 1 }'
+    )
+    result = run(tmp_path, text)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "resource 'one': cannot tell the format of a/app.conf" in result.stderr
+    assert 'declare format = "toml", "json" or "yaml"' in result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+
+
+def test_overwriting_an_unknown_resource_is_a_usage_error(tmp_path: Path) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(GOOD)
+    (tmp_path / "root").mkdir()
+    result = subprocess.run(
+        [TRUEUP, "plan", str(profile), "--root", str(tmp_path / "root"), "--overwrite", "typo"],
+        capture_output=True,
+        text=True,
+        env={"TRUEUP_DATA": str(tmp_path / "data"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+    )
+    assert result.returncode == 2
+    assert "--overwrite typo: no resource has that id" in result.stderr

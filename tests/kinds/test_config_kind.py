@@ -137,3 +137,10 @@ def test_unparseable_config_is_drift_not_a_rewrite(machine: Machine) -> None:
     assert action.type is T.DRIFT_CONFLICT
     machine.apply(config(target, '"a" = 1'))
     assert machine.path(target).read_text() == "{ not json"
+
+
+def test_a_key_inside_an_overlay_table_needs_a_person(machine: Machine) -> None:
+    body = config("c/s.json", '"permissions.allow" = ["x"]', 'overlay = ["permissions"]\n')
+    action = machine.action(body, "c")
+    assert action.type is T.HUMAN_ACTION
+    assert "overlay conflicts" in action.summary and "permissions.allow" in action.summary

@@ -8,7 +8,7 @@ from trueup.declare.plain import ID_PATTERN
 
 
 class ProfileMeta(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     id: str = Field(pattern=ID_PATTERN)
     name: str = Field(min_length=1)
@@ -19,7 +19,7 @@ class ProfileMeta(BaseModel):
 class VerifyFields(BaseModel):
     """Extra verification after a change: a command that must exit 0 (cwd: the root)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     command: list[str] = Field(min_length=1)
     timeout: int = Field(default=600, gt=0)
@@ -28,7 +28,7 @@ class VerifyFields(BaseModel):
 class CommonFields(BaseModel):
     """The fields every resource has, whatever its kind."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     id: str = Field(pattern=ID_PATTERN)
     kind: str

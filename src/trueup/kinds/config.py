@@ -9,6 +9,7 @@ holds what trueup wrote. replace makes the file exactly the declared keys
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -50,7 +51,7 @@ def config_fields() -> type[BaseModel]:
             raise ValueError(str(exc)) from None
 
     class ConfigFields(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", strict=True)
 
         format: Literal["toml", "json", "yaml"] | None = None
         keys: dict[str, Any] = Field(min_length=1)
@@ -62,7 +63,40 @@ def config_fields() -> type[BaseModel]:
             checked(paths)
             return paths
 
+        @field_validator("keys")
+        @classmethod
+        def _values(cls, keys: dict[str, Any]) -> dict[str, Any]:
+            odd = [k for k, v in keys.items() if not plain_value(v)]
+            if odd:
+                raise ValueError(
+                    f"the value of {odd[0]!r} is not a string, number, boolean, list or "
+                    "table (dates and times: write them as strings)"
+                )
+            return keys
+
     return ConfigFields
+
+
+def _overlaps(key: str, other: str) -> bool:
+    """Whether two dotted key paths are the same key or one holds the other."""
+    return key == other or key.startswith(other + ".") or other.startswith(key + ".")
+
+
+def plain_value(value: object) -> bool:
+    """Whether a key's value is one every format spells the same way.
+
+    TOML and YAML also read dates and times, which JSON cannot hold and the
+    formats do not agree on: a declaration writes them as strings instead.
+    """
+    if value is None or type(value) in (str, int, bool):
+        return True
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is list:
+        return all(plain_value(item) for item in value)
+    if type(value) is dict:
+        return all(type(k) is str and plain_value(v) for k, v in value.items())
+    return False
 
 
 def value_digest(value: object) -> str:
@@ -86,7 +120,7 @@ class ConfigKind(Kind):
             {
                 "format": (lambda v: v is None or v in ("toml", "json", "yaml"), None),
                 "keys": (
-                    lambda v: type(v) is dict and len(v) > 0 and is_str_list(list(v)),
+                    lambda v: type(v) is dict and len(v) > 0 and plain_value(v),
                     REQUIRED,
                 ),
                 "overlay": (is_str_list, []),
@@ -116,7 +150,10 @@ class ConfigKind(Kind):
     def _format(resource: Resource) -> str:
         fmt = resource.spec.get("format") or format_for_path(resource.target)
         if fmt is None:
-            raise ValueError(f"cannot tell the format of {resource.target}; declare format")
+            raise UsageError(
+                f"cannot tell the format of {resource.target} from its name",
+                hint='declare format = "toml", "json" or "yaml" for it',
+            )
         return str(fmt)
 
     def _load(self, resource: Resource, text: str) -> Any:
@@ -124,6 +161,7 @@ class ConfigKind(Kind):
 
     # -- observe ------------------------------------------------------------
     def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
+        self._format(resource)  # before anything is planned or shown
         path = ctx.path(resource.target)
         entry = ctx.fs.entry(path)
         if entry is None:
@@ -160,7 +198,7 @@ class ConfigKind(Kind):
         owned: Mapping[str, str] = applied.detail.get("keys", {}) if applied else {}
         declared: Mapping[str, Any] = resource.spec["keys"] if resource else {}
         overlay = set(resource.spec["overlay"]) if resource else set()
-        clash = sorted(overlay & set(declared))
+        clash = sorted(k for k in declared if any(_overlaps(k, o) for o in overlay))
         if clash:
             return Decision(
                 ActionType.HUMAN_ACTION,

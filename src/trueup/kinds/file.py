@@ -37,7 +37,7 @@ def file_fields() -> type[BaseModel]:
     from pydantic import BaseModel, ConfigDict, model_validator
 
     class FileFields(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", strict=True)
 
         content: str | None = None
         source: str | None = None

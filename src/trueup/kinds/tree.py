@@ -34,7 +34,7 @@ def tree_fields() -> type[BaseModel]:
     from pydantic import BaseModel, ConfigDict
 
     class TreeFields(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", strict=True)
 
         source: str
 
