@@ -129,7 +129,7 @@ class Entry(NamedTuple):
     A named tuple: a tree of 10,000 files builds 10,000 of them per walk.
     """
 
-    state: str  # file | symlink | directory | special
+    state: str  # file | symlink | directory | special | blocked (a parent is not a folder)
     digest: str | None = None
     executable: bool = False
     link: str | None = None
@@ -282,9 +282,13 @@ class ReadOnlyFS:
     def entry(self, path: Path | str, st: os.stat_result | None = None) -> Entry | None:
         """Observe one path without following a symlink; ``None`` when absent."""
         if st is None:
-            st = self.lstat(path)
-            if st is None:
-                return None
+            try:
+                st = os.lstat(path)
+            except (FileNotFoundError, NotADirectoryError) as missing:
+                if self.witness is not None:
+                    self.witness[os.fspath(path)] = None
+                # A file where a folder of the path should be: nothing can go there.
+                return Entry("blocked") if isinstance(missing, NotADirectoryError) else None
         mode = st.st_mode
         if stat.S_ISREG(mode):  # digest_file is its witness
             return Entry("file", self.digest_file(path, st), bool(mode & stat.S_IXUSR))

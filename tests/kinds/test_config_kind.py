@@ -61,6 +61,9 @@ CASES = {
 }
 
 
+OTHER = '[[resource]]\nid = "o"\nkind = "file"\ntarget = "other.txt"\ncontent = "other"\n'
+
+
 def config(target: str, keys: str, extra: str = "") -> str:
     return f'[[resource]]\nid = "c"\nkind = "config"\ntarget = "{target}"\nkeys = {{ {keys} }}\n{extra}'
 
@@ -144,3 +147,13 @@ def test_a_key_inside_an_overlay_table_needs_a_person(machine: Machine) -> None:
     action = machine.action(body, "c")
     assert action.type is T.HUMAN_ACTION
     assert "overlay conflicts" in action.summary and "permissions.allow" in action.summary
+
+
+def test_a_key_under_a_live_value_that_is_not_a_table_needs_a_person(machine: Machine) -> None:
+    machine.put("c/s.json", '{"a": "a string"}\n')
+    body = config("c/s.json", '"a.b" = 1') + OTHER
+    action = machine.action(body, "c")
+    assert action.type is T.HUMAN_ACTION and "cannot set a.b: a holds a value" in action.summary
+    machine.apply(body)
+    assert machine.path("c/s.json").read_text() == '{"a": "a string"}\n'
+    assert machine.path("other.txt").read_text() == "other", "the rest of the plan runs"

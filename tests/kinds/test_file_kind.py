@@ -153,3 +153,15 @@ def test_append_local_removal_keeps_local_text(machine: Machine) -> None:
     )
     machine.converge("")
     assert machine.path("dir/f.txt").read_text() == "local\n"
+
+
+@pytest.mark.parametrize("policy", ["replace", "replace-if-unmodified", "append-local"])
+def test_a_file_where_a_parent_folder_should_be_is_drift_at_plan_time(
+    machine: Machine, policy: str
+) -> None:
+    machine.put("dir", "a file, not a folder")
+    action = machine.action(file_resource(policy, "x"), "f")
+    assert action.type is T.DRIFT_CONFLICT
+    assert "a file stands where a folder above the target should be" in action.summary
+    machine.apply(file_resource(policy, "x"))
+    assert machine.path("dir").read_text() == "a file, not a folder"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from machine import Machine
 
 from trueup.model import ActionType as T
@@ -116,3 +117,18 @@ def test_a_dropped_skill_with_a_file_added_by_hand_is_drift_and_kept(machine: Ma
     machine.apply("")
     assert machine.path("skills/s/notes.md").read_text() == "my notes"
     assert machine.path("skills/s/SKILL.md").read_text() == "v1"
+
+
+def test_a_file_or_link_where_a_declared_folder_should_be_is_drift(
+    machine: Machine, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    machine.source("src/sub/b.txt", "b")
+    machine.put("out/sub", "a file")
+    assert machine.action(DIRECTORY, "d").type is T.DRIFT_CONFLICT
+    machine.path("out/sub").unlink()
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    machine.path("out/sub").symlink_to(elsewhere)
+    action = machine.action(DIRECTORY, "d")
+    assert action.type is T.DRIFT_CONFLICT and "link is where a folder should be" in action.summary
+    machine.apply(DIRECTORY)
+    assert list(elsewhere.iterdir()) == [], "nothing is written through the link"

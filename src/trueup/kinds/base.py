@@ -50,6 +50,13 @@ class ApplyContext(ObserveContext):
     fs: WritableFS
 
 
+def obstacle(state: str) -> str:
+    """Why an observed ``state`` stops a write, in words."""
+    if state == "blocked":
+        return "a file stands where a folder above the target should be"
+    return f"a {state} is in the way"
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A kind's plan for one resource, before the planner adds ordering."""

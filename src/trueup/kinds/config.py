@@ -19,7 +19,14 @@ from trueup.canonical import digest
 from trueup.declare.plain import REQUIRED, checked, is_str_list
 from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS
-from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext, evidence_of
+from trueup.kinds.base import (
+    ApplyContext,
+    Decision,
+    Kind,
+    ObserveContext,
+    evidence_of,
+    obstacle,
+)
 from trueup.kinds.content import text_diff
 from trueup.kinds.formats import (
     MISSING,
@@ -30,6 +37,7 @@ from trueup.kinds.formats import (
     check_key_paths,
     flatten,
     format_for_path,
+    format_key_path,
     load,
     parse_key_path,
 )
@@ -75,6 +83,19 @@ def config_fields() -> type[BaseModel]:
             return keys
 
     return ConfigFields
+
+
+def _blocked_keys(declared: Mapping[str, Any], flat: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Declared keys that would go inside a live value that is not a table."""
+    blocked = []
+    for key in sorted(declared):
+        path = parse_key_path(key)
+        for depth in range(1, len(path)):
+            holder = format_key_path(path[:depth])
+            if holder in flat and not isinstance(flat[holder], Mapping):
+                blocked.append((key, holder))
+                break
+    return blocked
 
 
 def _overlaps(key: str, other: str) -> bool:
@@ -192,7 +213,7 @@ class ConfigKind(Kind):
         force: bool = False,
     ) -> Decision:
         if observed.state not in ("absent", "file"):
-            reason = observed.detail.get("reason") or f"a {observed.state} is in the way"
+            reason = observed.detail.get("reason") or obstacle(observed.state)
             return _drift(reason, observed, applied, resource)
         flat: Mapping[str, Any] = observed.detail.get("flat", {})
         owned: Mapping[str, str] = applied.detail.get("keys", {}) if applied else {}
@@ -204,6 +225,14 @@ class ConfigKind(Kind):
                 ActionType.HUMAN_ACTION,
                 f"local overlay conflicts with canonical keys: {', '.join(clash)}; "
                 "drop them from overlay or from keys",
+            )
+        blocked = _blocked_keys(declared, flat)
+        if blocked:
+            key, holder = blocked[0]
+            return Decision(
+                ActionType.HUMAN_ACTION,
+                f"cannot set {key}: {holder} holds a value, not a table, in the file; "
+                "change it by hand or declare other keys",
             )
         live: Mapping[str, Any] = observed.detail.get("declared", {})
         modified = sorted(

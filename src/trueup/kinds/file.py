@@ -21,6 +21,7 @@ from trueup.kinds.base import (
     Kind,
     ObserveContext,
     evidence_of,
+    obstacle,
 )
 from trueup.kinds.content import declared_bytes, resolve_source, text_diff
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
@@ -164,8 +165,8 @@ class FileKind(Kind):
             return self._plan_append_local(resource, observed, applied, force)
         if self._matches(resource, observed):
             return Decision(ActionType.NO_OP, "up to date")
-        if observed.state in ("directory", "special"):
-            return _conflict(f"a {observed.state} is in the way", resource, observed, applied)
+        if observed.state in ("directory", "special", "blocked"):
+            return _conflict(obstacle(observed.state), resource, observed, applied)
         verb = "create" if observed.state == "absent" else "update"
         if resource.policy == "replace" or observed.state == "absent" or force:
             return Decision(ActionType.WRITE_FILE, f"{verb} {_shape(resource)}")
@@ -184,7 +185,7 @@ class FileKind(Kind):
         if observed.state == "absent":
             return Decision(ActionType.WRITE_FILE, "create with the source section")
         if observed.state != "file":
-            return _conflict(f"a {observed.state} is in the way", resource, observed, applied)
+            return _conflict(obstacle(observed.state), resource, observed, applied)
         if markers == "ok":
             if observed.digest == desired:
                 return Decision(ActionType.NO_OP, "source section up to date")

@@ -18,7 +18,7 @@ from trueup.canonical import digest
 from trueup.declare.plain import REQUIRED, checked, is_str
 from trueup.errors import UsageError
 from trueup.fs import Entry, ReadOnlyFS
-from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext
+from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext, obstacle
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
 
 if TYPE_CHECKING:
@@ -85,11 +85,27 @@ def owned_unmodified(applied: Applied, live: Tree) -> list[str]:
 
 def in_the_way(desired: Tree, observed: Observed) -> str | None:
     """A path a file must go to that holds a folder, or the target itself not a folder."""
+    if observed.state == "blocked":
+        return obstacle(observed.state)
     if observed.state not in ("absent", "directory"):
         return f"a {observed.state} is where the folder should be"
     live = observed.detail.get("files", {})
     blocked = sorted(rel for rel in desired if rel not in live and _has_children(rel, live))
-    return f"a folder is in the way at {blocked[0]}" if blocked else None
+    if blocked:
+        return f"a folder is in the way at {blocked[0]}"
+    # A file or a link where a declared file needs a folder: writing there
+    # would fail, or go through the link to wherever it leads.
+    above = sorted({p for rel in desired for p in _parents(rel) if p in live})
+    return f"a {_what(live[above[0]])} is where a folder should be at {above[0]}" if above else None
+
+
+def _parents(rel: str) -> list[str]:
+    parts = rel.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _what(entry: TreeEntry) -> str:
+    return "link" if entry[0] == "link" else "file"
 
 
 def _has_children(rel: str, live: Mapping[str, Any]) -> bool:
