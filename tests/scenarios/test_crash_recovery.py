@@ -161,6 +161,11 @@ def test_recover_never_undoes_an_edit_made_after_the_crash(world: World) -> None
     )
     assert killed.code == -9
     assert read(world, "f.txt") == "declared\n", "the run wrote both before it was killed"
+    planned = world.run("plan", profile, "--root", str(world.root), "--json")
+    assert "process is gone" in planned.json["data"]["blocked"]["message"]
+    assert "trueup recover" in planned.json["data"]["blocked"]["hint"]
+    shown = world.run("plan", profile, "--root", str(world.root))
+    assert "note:" in shown.out and "trueup recover" in shown.out
     world.target("c.toml").write_text(read(world, "c.toml") + 'font = "mono"\n')
     world.target("f.txt").write_text("my own text\n")
 

@@ -133,6 +133,8 @@ def test_dropped_resource_is_removed_only_if_unmodified(world: World) -> None:
     kept = world.run("apply", profile, "--root", str(world.root), "--yes")
     assert kept.code == 4
     assert hello.read_text() == "#!/bin/sh\necho mine\n"
+    assert "delete it by hand (trueup then forgets it), or declare it again" in kept.out
+    assert "--overwrite" not in kept.out, "there is no declared version to take"
 
     world.write("workstation.toml", PROFILE)
     assert (

@@ -113,7 +113,10 @@ def plan(
     out = Output("plan", json_out)
 
     def body() -> int:
+        from rich.markup import escape
+
         from trueup.cli.render import render_plan
+        from trueup.execute.gates import locked_error
         from trueup.model import outcome_of, plan_status
 
         engine = _engine(state, max_file_bytes)
@@ -122,12 +125,21 @@ def plan(
         if out_file is not None:
             engine.save_plan(the_plan, out_file)
         outcome = outcome_of(the_plan.actions)
+        holder = engine.store.holder(prepared.target.key)
+        blocked = locked_error(holder, prepared.target) if holder is not None else None
         if json_out:
-            out.envelope(plan_status(the_plan.actions), outcome.exit_code, "", _plan_json(the_plan))
+            data = _plan_json(the_plan)
+            data["blocked"] = (
+                {"message": blocked.message, "hint": blocked.hint} if blocked else None
+            )
+            out.envelope(plan_status(the_plan.actions), outcome.exit_code, "", data)
         else:
             render_plan(
                 out.console, the_plan, lambda a: engine.preview(prepared, a), show_unchanged
             )
+            if blocked is not None:  # a plan is no run, but it cannot be applied yet
+                why = f"{blocked.message}; {blocked.hint or ''}"
+                out.print(f"[yellow]note:[/] {escape(why)}")
             if out_file is not None:
                 out.print(f"saved to {out_file}; apply it with: trueup apply {out_file}")
         return int(outcome.exit_code)

@@ -101,11 +101,17 @@ def render_plan(
     else:
         console.print(f"\n{plan_summary(plan)}")
     drift = plan.by_type(ActionType.DRIFT_CONFLICT)
-    if drift:
+    dropped = [a for a in drift if a.payload.get("dropped")]
+    if len(dropped) < len(drift):
         console.print(
             "[magenta]Drift is never overwritten. To keep the local version, leave it (or "
             "declare the keys as overlay); to take the declared version, rerun with "
             "--overwrite RESOURCE.[/]"
+        )
+    if dropped:
+        console.print(
+            "[magenta]A resource no longer declared but changed since trueup wrote it is left "
+            "as it is: delete it by hand (trueup then forgets it), or declare it again.[/]"
         )
 
 

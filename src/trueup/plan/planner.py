@@ -77,7 +77,7 @@ def compute_plan(
         decision = kinds.get(record.resource.kind).plan(
             None, observed.get(rid, ABSENT), record, rid in force
         )
-        actions.append(_action(record.resource, decision, ()))
+        actions.append(_action(record.resource, decision, (), dropped=True))
     return Plan(
         target=target,
         source=source,
@@ -88,10 +88,14 @@ def compute_plan(
     )
 
 
-def _action(resource: Resource, decision: Decision, before: tuple[str, ...]) -> Action:
+def _action(
+    resource: Resource, decision: Decision, before: tuple[str, ...], dropped: bool = False
+) -> Action:
     payload = dict(decision.payload)
     if decision.drift is not None:
         payload["drift"] = dict(decision.drift)
+    if dropped:  # no longer declared: there is no declared version to take
+        payload["dropped"] = True
     return Action(
         resource_id=resource.id,
         kind=resource.kind,
