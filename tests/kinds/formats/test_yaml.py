@@ -360,6 +360,12 @@ def test_document_markers_and_spacing_survive_edits() -> None:
     assert document.to_text() == "---\nkey:   value\nother: 2\n...\n"
 
 
+def test_crlf_comments_keep_one_line_ending() -> None:
+    document = doc("a: 1 # mine\r\nb: 2\r\n")
+    document.set(("a",), 2)
+    assert document.to_text() == "a: 2 # mine\r\nb: 2\r\n"
+
+
 def test_crlf_line_endings_are_kept() -> None:
     document = doc("a: 1\r\nb:\r\n  c: 2\r\n")
     document.set(("b", "d"), 3)

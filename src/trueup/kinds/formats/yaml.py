@@ -491,11 +491,11 @@ class YamlDocument(BaseDocument):
             head = self._head if self._head.endswith("\n") else self._head + "\n"
             return head + edited if self._data else head
         newline = "\r\n" if "\r\n" in original else "\n"
-        if newline != "\n":
-            edited = edited.replace("\n", newline)
+        # Comments read from a CRLF file keep their "\r": one newline per line first.
+        edited = _with_newline(edited, newline)
         if not original.endswith("\n"):
             original += newline
-        baseline = self._dump(self._parse(self._original)).replace("\n", newline)
+        baseline = _with_newline(self._dump(self._parse(self._original)), newline)
         if baseline == original:
             return edited
         restored = _restore(original, baseline, edited)
@@ -505,3 +505,7 @@ class YamlDocument(BaseDocument):
         except YAMLError:
             pass
         return edited
+
+
+def _with_newline(text: str, newline: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", newline)
