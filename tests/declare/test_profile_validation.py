@@ -104,7 +104,7 @@ BAD = {
     "a date as a config value": (
         '[profile]\nid = "p"\nname = "P"\n[[resource]]\nid = "c"\nkind = "config"\n'
         'target = "c.toml"\nkeys = { when = 1979-05-27T07:32:00Z }\n',
-        ["resource 'c'", "field 'keys'", "write them as strings"],
+        ["resource 'c'", "field 'keys'", "write dates and times as strings"],
     ),
     "a string for a boolean": (
         GOOD.replace('content = "1"', 'content = "1"\nexecutable = "yes"'),
@@ -178,3 +178,11 @@ def test_overwriting_an_unknown_resource_is_a_usage_error(tmp_path: Path) -> Non
     )
     assert result.returncode == 2
     assert "--overwrite typo: no resource has that id" in result.stderr
+
+
+def test_a_yaml_syntax_error_is_one_line_with_its_place(tmp_path: Path) -> None:
+    result = run(tmp_path, "profile:\n  id: p\n  name: [P\nresource: []\n", name="p.yaml")
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {tmp_path / 'p.yaml'}: not valid YAML: ")
+    assert "(at line 4, column 9)" in line

@@ -166,6 +166,8 @@ def test_recover_never_undoes_an_edit_made_after_the_crash(world: World) -> None
     assert "trueup recover" in planned.json["data"]["blocked"]["hint"]
     shown = world.run("plan", profile, "--root", str(world.root))
     assert "note:" in shown.out and "trueup recover" in shown.out
+    status = world.run("status")
+    assert status.code == 4 and "process gone); next: run `trueup recover" in status.out
     world.target("c.toml").write_text(read(world, "c.toml") + 'font = "mono"\n')
     world.target("f.txt").write_text("my own text\n")
 

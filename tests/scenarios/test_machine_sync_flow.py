@@ -115,6 +115,7 @@ def test_json_envelope_is_versioned_on_every_command(world: World) -> None:
         ("apply", profile, "--root", str(world.root), "--yes", "--json"),
         ("status", "--json"),
         ("status", profile, "--root", str(world.root), "--json"),
+        ("schema", "profile", "--json"),
     ):
         result = world.run(*args)
         envelope = result.json

@@ -343,16 +343,21 @@ def abandon(
 @app.command()
 def schema(
     what: Annotated[str, typer.Argument(help="Which schema: profile or org.")] = "profile",
+    json_out: JsonOpt = False,
 ) -> None:
-    """Print the JSON Schema of a declaration file."""
-    out = Output("schema")
+    """Print the JSON Schema of a declaration file (for editors: the schema itself)."""
+    out = Output("schema", json_out)
 
     def body() -> int:
         import json
 
         from trueup.declare.schema import schema_for
 
-        print(json.dumps(schema_for(what), indent=2, sort_keys=True))
+        document = schema_for(what)
+        if json_out:
+            out.envelope("ok", 0, f"JSON Schema of a {what} file", document)
+        else:
+            print(json.dumps(document, indent=2, sort_keys=True))
         return 0
 
     _run(out, body)

@@ -7,6 +7,7 @@ from typing import Any
 
 from trueup.cli.output import Output
 from trueup.errors import ExitCode
+from trueup.execute.gates import locked_error
 from trueup.model import ActionType, outcome_of
 
 _WORD = {
@@ -66,7 +67,10 @@ def _recorded(out: Output, engine: Any) -> int:
                 "last_run": runs[0].to_json() if runs else None,
             }
         )
-    blocked = [r.to_json() for r in store.blocked_runs()]
+    runs = store.blocked_runs()
+    blocked = [r.to_json() for r in runs]
+    # What to do next depends on the run: wait for a live one, recover a dead one.
+    next_steps = {r.id: locked_error(r, r.target).hint for r in runs}
     code = ExitCode.CONFLICT if blocked or any(t["drift"] for t in targets) else ExitCode.OK
     status = "blocked" if blocked else "drift" if code else "converged"
     if out.json_mode:
@@ -103,6 +107,6 @@ def _recorded(out: Output, engine: Any) -> int:
         ]
         out.print(
             f"[red]blocked[/] run {run['id']} on {escape(run['target']['name'])} ({run['status']}, "
-            f"{alive}); next: trueup recover {run['id']}  or  trueup abandon {run['id']}"
+            f"{alive}); next: {escape(next_steps[run['id']] or '')}"
         )
     return int(code)

@@ -31,7 +31,16 @@ def read_document(path: Path) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not valid {suffix.lstrip('.') or 'toml'}: {exc}") from None
     except Exception as exc:  # ruamel's errors share no useful base class
-        raise UsageError(f"{path}: not valid YAML: {exc}") from None
+        raise UsageError(f"{path}: not valid YAML: {_one_line(exc)}") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the top level must be a table/object")
     return data
+
+
+def _one_line(exc: Exception) -> str:
+    """ruamel's own words on one line: the problem and where, without its excerpt."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} (at line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(str(exc).split())

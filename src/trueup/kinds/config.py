@@ -77,8 +77,8 @@ def config_fields() -> type[BaseModel]:
             odd = [k for k, v in keys.items() if not plain_value(v)]
             if odd:
                 raise ValueError(
-                    f"the value of {odd[0]!r} is not a string, number, boolean, list or "
-                    "table (dates and times: write them as strings)"
+                    f"the value of {odd[0]!r} must be a string, a finite number, a boolean, "
+                    "a list or a table (write dates and times as strings)"
                 )
             return keys
 
