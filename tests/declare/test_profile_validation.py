@@ -106,6 +106,12 @@ BAD = {
         'target = "c.toml"\nkeys = { when = 1979-05-27T07:32:00Z }\n',
         ["resource 'c'", "field 'keys'", "write dates and times as strings"],
     ),
+    "an append-local section holding a marker": (
+        GOOD.replace(
+            'content = "1"', 'content = "x\\n# trueup:end one\\n"\npolicy = "append-local"'
+        ),
+        ["resource 'one'", "section marker"],
+    ),
     "a string for a boolean": (
         GOOD.replace('content = "1"', 'content = "1"\nexecutable = "yes"'),
         ["resource 'one'", "field 'executable'", "boolean"],

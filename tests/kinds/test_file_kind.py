@@ -165,3 +165,13 @@ def test_a_file_where_a_parent_folder_should_be_is_drift_at_plan_time(
     assert "a file stands where a folder above the target should be" in action.summary
     machine.apply(file_resource(policy, "x"))
     assert machine.path("dir").read_text() == "a file, not a folder"
+
+
+def test_append_local_restores_a_lost_executable_bit(machine: Machine) -> None:
+    body = file_resource("append-local", "echo managed\n", "executable = true\n")
+    machine.converge(body)
+    os.chmod(machine.path("dir/f.txt"), 0o644)
+    action = machine.action(body, "f")
+    assert action.type is T.WRITE_FILE and "executable" in action.summary
+    machine.converge(body)
+    assert machine.path("dir/f.txt").stat().st_mode & 0o111

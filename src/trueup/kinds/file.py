@@ -124,7 +124,13 @@ class FileKind(Kind):
                 raise ValueError("append-local needs content or source, not link")
             spec["digest"] = link_digest(spec["link"])
         elif policy == "append-local":
-            spec["section_digest"] = section_digest(declared_bytes(spec, fs))
+            section = declared_bytes(spec, fs)
+            if b"trueup:begin " in section or b"trueup:end " in section:
+                raise ValueError(
+                    "the content holds a trueup section marker line, which would break "
+                    "the section it is written into"
+                )
+            spec["section_digest"] = section_digest(section)
         return spec
 
     @staticmethod
@@ -187,6 +193,9 @@ class FileKind(Kind):
         if observed.state != "file":
             return _conflict(obstacle(observed.state), resource, observed, applied)
         if markers == "ok":
+            executable = resource.spec.get("executable", False)
+            if observed.digest == desired and observed.detail.get("executable") != executable:
+                return Decision(ActionType.WRITE_FILE, "restore the executable bit")
             if observed.digest == desired:
                 return Decision(ActionType.NO_OP, "source section up to date")
             if force or (applied is not None and observed.digest == applied.digest):
