@@ -19,6 +19,7 @@ import pytest
 from trueup.engine import Engine
 from trueup.errors import UsageError
 from trueup.model import ActionType, Outcome
+from trueup.plan import memo
 from trueup.settings import Settings
 
 PROFILE = """[profile]
@@ -262,3 +263,18 @@ def test_a_folder_deep_above_a_target_swapped_for_a_link_out_of_the_root_is_refu
     aged(world / "root" / "etc" / "deep", world / "root" / "etc")
     with pytest.raises(UsageError, match="outside the root"):
         engine.prepare(world / "profile.toml", world / "root")
+
+
+def test_a_reinstalled_parser_library_invalidates_remembered_plans(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path_factory.mktemp("site")
+    (site / "fakeparser").mkdir()
+    (site / "fakeparser" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(memo, "_PARSERS", ("fakeparser",))
+    before = memo._code_stamp()
+    (site / "fakeparser" / "__init__.py").unlink()  # an upgrade replaces the files
+    (site / "fakeparser" / "__init__.py").write_text("VERSION = 2\n")
+    os.utime(site / "fakeparser", ns=(time.time_ns() + 10**9,) * 2)
+    assert memo._code_stamp() != before

@@ -22,6 +22,7 @@ format is keyed by Python version here, as any other change of format.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import marshal
 import os
@@ -162,11 +163,24 @@ def _folders_of(witnesses: dict[str, Witness], root: str) -> dict[str, Witness]:
 
 
 def _code_stamp() -> str:
-    """Size and mtime of every module of trueup: a plan is only as good as its planner."""
+    """Size and mtime of every module of trueup and of the parsers it plans with.
+
+    A plan is only as good as its planner, and a config file is read by
+    tomlkit or ruamel.yaml: upgrading either may change what is observed.
+    """
     stamps = []
     for folder, _, names in os.walk(_PACKAGE):
         for name in names:
             if name.endswith(".py"):
                 st = os.stat(os.path.join(folder, name))
                 stamps.append(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    for library in _PARSERS:
+        spec = importlib.util.find_spec(library)
+        if spec is not None and spec.origin:
+            folder = os.path.dirname(spec.origin)
+            st = os.stat(folder)  # a reinstall replaces the folder's files
+            stamps.append(f"{library}:{folder}:{st.st_mtime_ns}:{st.st_ino}")
     return sha256_hex("\n".join(sorted(stamps)).encode())
+
+
+_PARSERS = ("tomlkit", "ruamel.yaml")
