@@ -177,8 +177,8 @@ class ReadOnlyFS:
             self.witness[os.fspath(path)] = witness_of(st)
         return st
 
-    def follow(self, path: Path | str) -> str:
-        """Where ``path`` leads, with every symlink on the way witnessed.
+    def follow(self, path: Path | str) -> tuple[str, os.stat_result | None]:
+        """Where ``path`` leads and its stat, with every symlink on the way witnessed.
 
         What is read through a link depends on the link and on what it points
         at: witnessing only the real file would miss the link being pointed
@@ -187,12 +187,16 @@ class ReadOnlyFS:
         the path itself, whose stat is that of what they lead to.
         """
         current = os.path.abspath(path)
-        for _ in range(_MAX_LINKS):
+        for hops in range(_MAX_LINKS):
             st = self.lstat(current)
             if st is None or not stat.S_ISLNK(st.st_mode):
-                break
+                if hops == 0:
+                    return current, st
+                # Spelt as the kernel resolves it (a ".." after a linked folder).
+                real = os.path.realpath(current)
+                return real, self.lstat(real)
             current = os.path.join(os.path.dirname(current), os.readlink(current))
-        return os.path.realpath(current)
+        raise UsageError(f"{path}: too many levels of symbolic links")
 
     def _seen(self, path: Path | str, st: os.stat_result) -> None:
         if self.witness is not None:

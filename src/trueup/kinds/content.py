@@ -23,8 +23,7 @@ def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> di
     if spec.get("source") is not None:
         declared = os.path.normpath(os.path.join(base_dir, spec["source"]))
         # A source may be a link: read, hash and remember what it leads to.
-        source = fs.follow(declared)
-        st = fs.lstat(source)
+        source, st = fs.follow(declared)
         if st is None:
             raise UsageError(f"source {spec['source']!r} does not exist (looked in {declared})")
         if not stat.S_ISREG(st.st_mode):

@@ -9,6 +9,7 @@ trees compare with ``==`` and digest canonically.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -197,8 +198,8 @@ class TreeKind(Kind):
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
     ) -> dict[str, Any]:
         declared = base_dir / fields["source"]
-        source = fs.follow(declared)  # a link to the folder is witnessed, and followed
-        if not os.path.isdir(source):
+        source, st = fs.follow(declared)  # a link to the folder is witnessed, and followed
+        if st is None or not stat.S_ISDIR(st.st_mode):
             raise UsageError(
                 f"source folder {fields['source']!r} does not exist (looked in {declared})"
             )
