@@ -388,9 +388,17 @@ class WritableFS(ReadOnlyFS):
         self._fresh.update(missing)
 
     def write(
-        self, path: Path | str, data: bytes, executable: bool = False, mode: int | None = None
+        self,
+        path: Path | str,
+        data: bytes,
+        executable: bool = False,
+        mode: int | None = None,
+        digest: str | None = None,
     ) -> None:
-        """Stage ``data`` for ``path``; ``mode`` (exact bits) wins over ``executable``."""
+        """Stage ``data`` for ``path``; ``mode`` (exact bits) wins over ``executable``.
+
+        ``digest``: the sha256 of ``data`` when the caller knows it already.
+        """
         final = os.fspath(path)
         self._check_size(final, len(data))
         self.make_parents(final)
@@ -409,7 +417,7 @@ class WritableFS(ReadOnlyFS):
         finally:
             os.close(fd)
         self._staged.append(_Staged(temp, final, _is_dir(current)))
-        self._outcomes[final] = "file:" + hashlib.sha256(data).hexdigest()
+        self._outcomes[final] = "file:" + (digest or hashlib.sha256(data).hexdigest())
 
     def symlink(self, path: Path | str, link: str) -> None:
         final = os.fspath(path)

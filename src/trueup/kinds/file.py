@@ -246,7 +246,9 @@ class FileKind(Kind):
         if spec.get("link") is not None:
             ctx.fs.symlink(path, spec["link"])
             return
-        ctx.fs.write(path, self._new_bytes(resource, ctx.fs, path), spec.get("executable", False))
+        known = None if resource.policy == "append-local" else spec["digest"]
+        data = self._new_bytes(resource, ctx.fs, path)
+        ctx.fs.write(path, data, spec.get("executable", False), digest=known)
 
     def _new_bytes(self, resource: Resource, fs: ReadOnlyFS, path: Path | str) -> bytes:
         data = declared_bytes(resource.spec, fs)

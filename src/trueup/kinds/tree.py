@@ -96,7 +96,7 @@ def in_the_way(desired: Tree, observed: Observed) -> str | None:
         return f"a folder is in the way at {blocked[0]}"
     # A file or a link where a declared file needs a folder: writing there
     # would fail, or go through the link to wherever it leads.
-    above = sorted({p for rel in desired for p in _parents(rel) if p in live})
+    above = sorted({p for rel in desired for p in _parents(rel) if p in live}) if live else []
     return f"a {_what(live[above[0]])} is where a folder should be at {above[0]}" if above else None
 
 
@@ -222,7 +222,8 @@ class TreeKind(Kind):
             if entry[0] == "link":
                 fs.symlink(join(base, rel), entry[1])
                 continue
-            fs.write(join(base, rel), fs.read_expected(join(source, rel), entry[1]), entry[2])
+            data = fs.read_expected(join(source, rel), entry[1])
+            fs.write(join(base, rel), data, entry[2], digest=entry[1])
         for rel in action.payload.get("remove", []):
             fs.remove(join(base, rel), prune_up_to=base)
 
