@@ -201,3 +201,12 @@ def test_cache_fetches_only_the_folders_a_run_touches(tmp_path: Path) -> None:
     other.write_bytes(b"y")
     assert cache.lookup(str(other), os.lstat(other)) is None
     assert asked == [str(old.parent)], "a loaded folder covers its whole subtree"
+
+
+def test_a_target_with_the_longest_legal_name_can_be_written(tmp_path: Path) -> None:
+    target = tmp_path / ("m" * 251 + ".txt")  # 255 bytes: NAME_MAX on ext4
+    fs = WritableFS(tag="20261203T083405-8efc7892")
+    fs.write(target, b"x")
+    fs.commit()
+    assert target.read_bytes() == b"x"
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]

@@ -17,7 +17,7 @@ from typing import Any
 from trueup import audit, authz, kinds
 from trueup.canonical import digest, sha256_hex
 from trueup.declare.profile import Profile, load_profile
-from trueup.errors import ConflictError, UsageError
+from trueup.errors import ApplyFailedError, ConflictError, UsageError
 from trueup.execute.crashpoints import reach
 from trueup.execute.executor import Executor, RunResult, restore_run
 from trueup.execute.gates import Gates, locked_error
@@ -230,19 +230,39 @@ class Engine:
             self._audit_applied(prepared.target, plan.digest, None)
             return None
         run = gates.lock(plan)
-        reach("run-started")
-        fresh = prepared
-        if paused or self.store.run_history(prepared.target.key, run.id) != prepared.history:
-            try:
+        try:
+            reach("run-started")
+            fresh = prepared
+            if paused or self.store.run_history(prepared.target.key, run.id) != prepared.history:
                 fresh = self.prepare(Path(plan.source), prepared.root, plan.force, permission=None)
                 gates.fresh(plan, fresh.plan)
-            except BaseException:
-                self.store.set_run_status(run.id, "refused", "refused", "plan went stale")
-                raise
-        self.store.record_revision(prepared.profile.id, prepared.profile.digest)
-        result = self._execute(run, fresh, 0, progress)
+            self.store.record_revision(prepared.profile.id, prepared.profile.digest)
+        except BaseException:  # a stale plan, or Ctrl-C: nothing was changed
+            self.store.set_run_status(run.id, "refused", "refused", "stopped before any change")
+            raise
+        try:
+            result = self._execute(run, fresh, 0, progress)
+        except KeyboardInterrupt:
+            raise self._interrupted_outside_actions(run) from None
         self._audit_applied(prepared.target, plan.digest, result)
         return result
+
+    def _interrupted_outside_actions(self, run: RunInfo) -> ApplyFailedError:
+        """Ctrl-C between actions (the executor restores one caught within an action)."""
+        now = self.store.run(run.id)
+        if now is not None and now.status in ACTIVE:
+            self.store.set_run_status(
+                run.id, "interrupted", Outcome.INTERRUPTED.value, "interrupted between actions"
+            )
+            return ApplyFailedError(
+                f"interrupted: run {run.id} may have applied part of its plan",
+                hint=f"trueup recover {run.id}   (or: trueup abandon {run.id})",
+            )
+        outcome = now.outcome if now is not None else "unknown"
+        return ApplyFailedError(
+            f"interrupted after run {run.id} ended ({outcome}); nothing is left to recover",
+            hint="trueup status",
+        )
 
     def _audit_applied(
         self,
@@ -414,7 +434,10 @@ class Engine:
             if document.get("schema") != SAVED_PLAN_SCHEMA:
                 raise ValueError(f"schema is {document.get('schema')!r}, not {SAVED_PLAN_SCHEMA}")
             plan = Plan.from_body(document["plan"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            texts = (plan.source, plan.declaration, plan.target.location, plan.target.id)
+            if not all(isinstance(text, str) for text in texts):
+                raise ValueError("its source, declaration and target must be strings")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise UsageError(f"{path}: not a trueup saved plan: {exc}") from None
         if digest(document["plan"]) != document["digest"] or plan.digest != document["digest"]:
             raise ConflictError(f"{path}: the plan's content does not match its digest; refusing")

@@ -34,6 +34,8 @@ StatKey = tuple[int, int, int, int]
 Witness = tuple[int, int, int, int, int] | None
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks
+# A temp name adds ".", the mark, the run id and a counter (~50 bytes) to the target's.
+_LONG_NAME = 160
 
 
 class FileTooLargeError(UsageError):
@@ -369,6 +371,8 @@ class WritableFS(ReadOnlyFS):
     def temp_path(self, final: str) -> str:
         self._counter += 1
         folder, name = os.path.split(final)
+        if len(name.encode()) > _LONG_NAME:  # the temp name must fit NAME_MAX (255) too
+            name = hashlib.sha256(name.encode()).hexdigest()[:32]
         return os.path.join(folder, f".{name}{TEMP_MARK}{self.tag}-{self._counter}")
 
     def make_parents(self, path: Path | str) -> None:

@@ -192,3 +192,17 @@ def test_a_yaml_syntax_error_is_one_line_with_its_place(tmp_path: Path) -> None:
     [line] = result.stderr.strip().splitlines()
     assert line.startswith(f"error: {tmp_path / 'p.yaml'}: not valid YAML: ")
     assert "(at line 4, column 9)" in line
+
+
+@pytest.mark.parametrize("limit", ["0", "-5"])
+def test_a_file_size_limit_below_one_byte_is_refused(tmp_path: Path, limit: str) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(GOOD)
+    (tmp_path / "root").mkdir()
+    result = subprocess.run(
+        [TRUEUP, "plan", str(profile), "--root", str(tmp_path / "root"), "--max-file-bytes", limit],
+        capture_output=True,
+        text=True,
+        env={"TRUEUP_DATA": str(tmp_path / "data"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+    )
+    assert result.returncode == 2 and "--max-file-bytes" in result.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from machine import Machine
 
@@ -157,3 +159,10 @@ def test_a_key_under_a_live_value_that_is_not_a_table_needs_a_person(machine: Ma
     machine.apply(body)
     assert machine.path("c/s.json").read_text() == '{"a": "a string"}\n'
     assert machine.path("other.txt").read_text() == "other", "the rest of the plan runs"
+
+
+def test_a_key_moved_under_the_overlay_is_kept(machine: Machine) -> None:
+    target = "c/s.json"
+    machine.converge(config(target, '"permissions.allow" = ["Bash"], "model" = "m"'))
+    machine.converge(config(target, '"model" = "m"', 'overlay = ["permissions"]\n'))
+    assert json.loads(machine.path(target).read_text())["permissions"] == {"allow": ["Bash"]}

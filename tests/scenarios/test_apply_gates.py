@@ -8,6 +8,8 @@ from pathlib import Path
 
 from world import World
 
+from trueup.canonical import digest
+
 ONE_FILE = """
 [profile]
 id = "p"
@@ -73,6 +75,21 @@ def test_a_tampered_saved_plan_is_refused(world: World) -> None:
     assert refused.code == 4
     assert "digest" in refused.err
     assert not world.target(".toolrc").exists()
+
+
+def test_a_saved_plan_rewritten_with_a_new_digest_but_wrong_types_is_a_usage_error(
+    world: World,
+) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    saved = world.base / "plan.json"
+    world.run("plan", profile, "--root", str(world.root), "-o", str(saved))
+    document = json.loads(saved.read_text())
+    document["plan"]["source"] = 5
+    document["digest"] = digest(document["plan"])
+    saved.write_text(json.dumps(document))
+    refused = world.run("apply", str(saved), "--yes")
+    assert refused.code == 2, refused.err
+    assert "not a trueup saved plan" in refused.err and "internal error" not in refused.err
 
 
 def test_source_edited_after_plan_is_refused(world: World) -> None:

@@ -176,3 +176,37 @@ def test_recover_never_undoes_an_edit_made_after_the_crash(world: World) -> None
     assert read(world, "f.txt") == "my own text\n"
     assert 'font = "mono"' in (read(world, "c.toml") or "")
     assert "drift" in recovered.out
+
+
+def test_ctrl_c_before_any_change_releases_the_target(world: World) -> None:
+    profile = str(world.write("edits.toml", EDITS))
+    stopped = world.run(
+        "apply",
+        profile,
+        "--root",
+        str(world.root),
+        "--yes",
+        env={"TRUEUP_CRASH_AT": "run-started:1:SIGINT"},
+    )
+    assert stopped.code == 2 and "nothing was changed" in stopped.err
+    assert read(world, "f.txt") is None
+    assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0
+
+
+def test_ctrl_c_between_actions_says_so_and_keeps_the_run_for_recover(world: World) -> None:
+    profile = str(world.write("edits.toml", EDITS))
+    stopped = world.run(
+        "apply",
+        profile,
+        "--root",
+        str(world.root),
+        "--yes",
+        env={"TRUEUP_CRASH_AT": "run-finishing:1:SIGINT"},
+    )
+    assert stopped.code == 7, stopped.out + stopped.err
+    assert "interrupted" in stopped.err and "trueup recover" in stopped.err
+    assert "nothing was changed" not in stopped.err
+    assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 4
+    recovered = world.run("recover")
+    assert recovered.code == 0, recovered.out + recovered.err
+    assert read(world, "f.txt") == "declared\n"

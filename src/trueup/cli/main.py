@@ -41,7 +41,7 @@ OverwriteOpt = Annotated[
 ]
 MaxBytesOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--max-file-bytes", help="Largest file trueup will read (default 16 MiB)."),
+    typer.Option("--max-file-bytes", min=1, help="Largest file trueup will read (default 16 MiB)."),
 ]
 
 

@@ -251,7 +251,10 @@ class ConfigKind(Kind):
                 resource,
             )
         changes = {k: v for k, v in declared.items() if k not in live or not _same(live[k], v)}
-        dropped = [k for k in owned if k not in declared and k not in overlay]
+        # A key moved into the overlay (or under an overlay table) is the machine's now.
+        dropped = [
+            k for k in owned if k not in declared and not any(_overlaps(k, o) for o in overlay)
+        ]
         unset = sorted(k for k in dropped if _owned_value(flat, k, owned[k]))
         kept = sorted(set(dropped) - set(unset))
         replace = resource is not None and resource.policy == "replace"
