@@ -206,3 +206,13 @@ def test_a_file_size_limit_below_one_byte_is_refused(tmp_path: Path, limit: str)
         env={"TRUEUP_DATA": str(tmp_path / "data"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
     )
     assert result.returncode == 2 and "--max-file-bytes" in result.stderr
+
+
+def test_an_integer_a_toml_file_cannot_hold_is_refused_before_planning(tmp_path: Path) -> None:
+    text = GOOD.replace('kind = "file"', 'kind = "config"').replace(
+        'target = "a/one.txt"\ncontent = "1"',
+        'target = "a/c.toml"\nkeys = { big = 1' + "0" * 25 + " }",
+    )
+    result = run(tmp_path, text)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "key 'big': TOML integers are 64-bit" in result.stderr

@@ -85,6 +85,26 @@ def config_fields() -> type[BaseModel]:
     return ConfigFields
 
 
+def _storable(resource: Resource, fmt: str) -> None:
+    """Refuse a declared value the file's format cannot hold (TOML: 64-bit integers)."""
+    if fmt != "toml":
+        return
+    for key, value in resource.spec["keys"].items():
+        if any(type(v) is int and not -(2**63) <= v < 2**63 for v in _leaves(value)):
+            raise UsageError(
+                f"key {key!r}: TOML integers are 64-bit; this value does not fit",
+                hint="declare it as a string, or as a float if that is what the tool reads",
+            )
+
+
+def _leaves(value: object) -> list[object]:
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    return [value]
+
+
 def _blocked_keys(declared: Mapping[str, Any], flat: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Declared keys that would go inside a live value that is not a table."""
     blocked = []
@@ -182,7 +202,7 @@ class ConfigKind(Kind):
 
     # -- observe ------------------------------------------------------------
     def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
-        self._format(resource)  # before anything is planned or shown
+        _storable(resource, self._format(resource))  # before anything is planned or shown
         path = ctx.path(resource.target)
         entry = ctx.fs.entry(path)
         if entry is None:
