@@ -274,3 +274,20 @@ def test_grants_to_other_orgs_and_removing_what_trueup_made(orgs: Orgs) -> None:
     assert not any(r["type"] == "A" for r in fakes.cloudflare.records(zone(fakes)))
     assert fakes.cloudflare.dump()["email"][zone(fakes)]["settings"]["enabled"] is True
     assert orgs.steps(path) == {}
+
+
+def test_a_txt_record_somebody_else_made_at_a_declared_name_is_never_taken_over(
+    orgs: Orgs,
+) -> None:
+    fakes = orgs.fakes
+    fakes.cloudflare.add_record(
+        zone(fakes), type="TXT", name="acme.test", content="google-site-verification=abc"
+    )
+    declared = '\n[[dns]]\ntype = "TXT"\nname = "@"\ncontent = "acme-verification=7f3c"\n'
+    path = orgs.write(ORG + declared)
+    prepared = orgs.plan(path)
+    assert any("google-site-verification=abc" in u.description for u in prepared.unmanaged)
+    applied = orgs.apply(path)
+    assert applied.outcome is not Outcome.FAILED, applied
+    contents = {r["content"] for r in fakes.cloudflare.records(zone(fakes)) if r["type"] == "TXT"}
+    assert {"google-site-verification=abc", "acme-verification=7f3c"} <= contents

@@ -62,6 +62,9 @@ def is_routing_record(raw: Mapping[str, Any]) -> bool:
     return bool((raw.get("meta") or {}).get("email_routing"))
 
 
+_SIDE_BY_SIDE = frozenset({"TXT", "MX", "SRV", "CAA"})
+
+
 class DnsRecordKind(RemoteKind):
     name = "cloudflare.dns_record"
     provider = "cloudflare"
@@ -99,7 +102,11 @@ class DnsRecordKind(RemoteKind):
             return None
         best = candidates[0]
         same = normal_content(spec["type"], str(best.get("content", ""))) == wanted
-        if spec.get("match") == "content" and not same:
+        # A name holds several TXT, MX, SRV or CAA records side by side (a site
+        # verification, an SPF policy): one trueup never wrote is somebody
+        # else's, left unmanaged, and trueup adds its own beside it.
+        by_content = spec.get("match") == "content" or spec["type"] in _SIDE_BY_SIDE
+        if by_content and not same:
             return None
         return best
 
