@@ -291,3 +291,19 @@ def test_a_txt_record_somebody_else_made_at_a_declared_name_is_never_taken_over(
     assert applied.outcome is not Outcome.FAILED, applied
     contents = {r["content"] for r in fakes.cloudflare.records(zone(fakes)) if r["type"] == "TXT"}
     assert {"google-site-verification=abc", "acme-verification=7f3c"} <= contents
+
+
+def test_a_lost_client_secret_is_never_replaced_without_a_person(orgs: Orgs) -> None:
+    path = orgs.write(ORG)
+    orgs.apply(path)
+    secrets = [p for p in (orgs.data / "secrets").rglob("*") if p.is_file()]
+    assert secrets
+    for stored in secrets:  # another operator's data directory, or a lost one
+        stored.unlink()
+    (action,) = [a for a in orgs.plan(path).plan.actions if a.kind == "zitadel.oidc_app"]
+    assert action.type is ActionType.HUMAN_ACTION and "--overwrite" in action.summary
+    forced = orgs.plan(path, force=(action.resource_id,))
+    (rotate,) = [a for a in forced.plan.actions if a.kind == "zitadel.oidc_app"]
+    assert rotate.payload["op"] == "rotate-secret" and rotate.destroys
+    with pytest.raises(ConfirmationRequired):
+        orgs.apply(path, confirm=None, force=(action.resource_id,))

@@ -134,18 +134,22 @@ class OidcAppKind(RemoteKind):
         ):
             return decision
         noun = self.noun(resource)
-        if applied is None and not force:
+        # Whether trueup never had the secret (a crash before it was stored) or
+        # has lost it (another data directory, a deleted secret store), the app
+        # may be using the live one: issuing a new one is a person's decision.
+        if not force:
+            lost = " (its secret store does not have it here)" if applied else ""
             return Decision(
                 ActionType.HUMAN_ACTION,
-                f"trueup holds no client secret for {noun}; to issue a new one (any old one "
-                f"stops working), rerun with --overwrite {resource.id}",
+                f"trueup holds no client secret for {noun}{lost}; to issue a new one (any old "
+                f"one stops working), rerun with --overwrite {resource.id}",
                 {"failed_fields": ["client_secret"]},
             )
         return Decision(
             ActionType.WRITE_CONFIG,
             f"issue a new client secret for {noun} (trueup holds none)",
             {"op": "rotate-secret", "id": observed.detail.get("id")},
-            destroys=applied is None,
+            destroys=True,
         )
 
     def read_back(
