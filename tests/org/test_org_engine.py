@@ -307,3 +307,26 @@ def test_a_lost_client_secret_is_never_replaced_without_a_person(orgs: Orgs) -> 
     assert rotate.payload["op"] == "rotate-secret" and rotate.destroys
     with pytest.raises(ConfirmationRequired):
         orgs.apply(path, confirm=None, force=(action.resource_id,))
+
+
+def test_removing_a_project_that_holds_hand_made_items_needs_the_typed_name(
+    orgs: Orgs,
+) -> None:
+    path = orgs.write(ORG)
+    first = orgs.apply(path)
+    fakes = orgs.fakes
+    org_id = first.state.service_ids["zitadel"]
+    (project_id,) = fakes.zitadel.dump()["projects"]
+    fakes.zitadel.add_role(org_id, project_id, {"roleKey": "handrole", "displayName": "Hand"})
+    start = ORG.index("[[identity.project]]")
+    path = orgs.write(ORG[:start] + ORG[ORG.index("[[dns]]") :])
+    (removal,) = [
+        a
+        for a in orgs.plan(path).plan.actions
+        if a.kind == "zitadel.project" and a.type is ActionType.REMOVE_RESOURCE
+    ]
+    assert removal.destroys and "unmanaged item(s) in it" in removal.summary
+    assert "handrole" in removal.summary
+    with pytest.raises(ConfirmationRequired):
+        orgs.apply(path, confirm=None)
+    assert zitadel_counts(fakes)["projects"] == 1

@@ -30,7 +30,7 @@ from trueup.kinds.base import ObserveContext
 from trueup.model import Action, ActionType, Applied, Observed, Outcome, Plan, Resource, Target
 from trueup.org.services import OrgServices, connect
 from trueup.org.state import OrgState, load_state, save_state
-from trueup.org.unmanaged import Unmanaged, find_unmanaged
+from trueup.org.unmanaged import Unmanaged, find_unmanaged, with_what_removals_take
 from trueup.plan.planner import compute_plan
 from trueup.providers.http import RetryPolicy
 from trueup.settings import Settings
@@ -144,7 +144,9 @@ class OrgEngine:
         )
         unmanaged = find_unmanaged(observed, ctx)
         plan = dataclasses.replace(
-            plan, observed={**plan.observed, **{u.key: u.identity() for u in unmanaged}}
+            plan,
+            observed={**plan.observed, **{u.key: u.identity() for u in unmanaged}},
+            actions=with_what_removals_take(plan.actions, observed, unmanaged),
         )
         self.store.replace_drift(target.key, drift_items(plan))
         return OrgPrepared(

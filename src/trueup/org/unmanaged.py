@@ -8,6 +8,7 @@ observed digests, so one appearing or changing makes a saved plan stale.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from trueup import kinds
 from trueup.canonical import digest
 from trueup.kinds.base import ObserveContext
-from trueup.model import Observed
+from trueup.model import ABSENT, Action, ActionType, Observed
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +24,8 @@ class Unmanaged:
     provider: str
     id: str
     description: str
+    #: The managed item it lives in (a role in a declared project), if any.
+    parent: str | None = None
 
     @property
     def key(self) -> str:
@@ -57,6 +60,35 @@ def find_unmanaged(observed: Mapping[str, Observed], ctx: ObserveContext) -> lis
             if ident in claimed or (parent is not None and str(parent) not in claimed):
                 continue
             found[f"{provider}:{ident}"] = Unmanaged(
-                provider, ident, str(item.detail["description"])
+                provider,
+                ident,
+                str(item.detail["description"]),
+                str(parent) if parent is not None else None,
             )
     return sorted(found.values(), key=lambda u: u.description)
+
+
+def with_what_removals_take(
+    actions: tuple[Action, ...], observed: Mapping[str, Observed], unmanaged: list[Unmanaged]
+) -> tuple[Action, ...]:
+    """Mark the removal of a managed item that holds unmanaged ones as destroying.
+
+    Deleting a project at a provider deletes what is in it: a role or an app
+    somebody made by hand there goes too, though trueup never manages it.
+    """
+    inside: dict[str, list[str]] = {}
+    for item in unmanaged:
+        if item.parent is not None:
+            inside.setdefault(item.parent, []).append(item.description)
+    marked = []
+    for action in actions:
+        held = inside.get(str(observed.get(action.resource_id, ABSENT).detail.get("id")))
+        if action.type is ActionType.REMOVE_RESOURCE and held:
+            action = dataclasses.replace(
+                action,
+                summary=f"{action.summary}, with {len(held)} unmanaged item(s) in it: "
+                + ", ".join(sorted(held)),
+                destroys=True,
+            )
+        marked.append(action)
+    return tuple(marked)
