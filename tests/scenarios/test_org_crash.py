@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from test_org_lifecycle import OrgWorld
@@ -195,3 +196,25 @@ def test_a_failed_apply_exits_7_keeps_its_steps_and_applying_again_resumes(
         **EXPECTED,
         "dns": ["A portal.acme.test", "CNAME www.acme.test"],
     }
+
+
+def test_recover_refuses_to_resume_an_org_file_edited_after_the_kill(org: OrgWorld) -> None:
+    killed = org.world.run(
+        "org",
+        "apply",
+        org.path,
+        "--confirm",
+        "Acme Inc",
+        env={**org.env, "TRUEUP_CRASH_AT": "mutated:5"},
+    )
+    assert killed.code == -signal.SIGKILL
+    declared = Path(org.path).read_text()
+    org.declare(declared.replace("203.0.113.10", "203.0.113.99"))
+    refused = org.run("recover")
+    assert refused.code == 4, refused.out + refused.err
+    assert "changed after the run started" in refused.err and "trueup org plan" in refused.err
+    records = org.fakes.cloudflare.records(org.zone())
+    assert not any(r.get("content") == "203.0.113.99" for r in records), "nothing unreviewed"
+    applied = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
+    assert applied.code in (0, 3), applied.out + applied.err
+    assert any(r.get("content") == "203.0.113.99" for r in org.fakes.cloudflare.records(org.zone()))

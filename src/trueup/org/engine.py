@@ -20,7 +20,7 @@ from typing import Any
 from trueup import audit
 from trueup.declare.org import DeclaredOrg, load_org
 from trueup.engine import Engine, drift_items
-from trueup.errors import UsageError
+from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
 from trueup.execute.executor import Executor, RunResult
 from trueup.execute.gates import ConfirmationRequired, needs_confirmation
@@ -206,6 +206,8 @@ class OrgEngine:
             self.store.set_run_status(run.id, "refused", "refused", "plan went stale")
             raise
         self.store.record_revision(prepared.org.id, prepared.org.digest)
+        # What the run was asked to do: a recovery resumes this declaration only.
+        self.store.event(run.id, "run.declaration", {"digest": fresh.org.digest})
         return self._run(run, fresh, 0, plan.digest)
 
     def _run(
@@ -280,6 +282,16 @@ class OrgEngine:
             )
             raise UsageError(f"run {run.id}: its org file {source} no longer exists; run released")
         prepared = self.prepare(source, permission=None)
+        started = self.store.last_event(run.id, "run.declaration")
+        if started is not None and started.get("digest") != prepared.org.digest:
+            self.store.set_run_status(
+                run.id, "finished", Outcome.INTERRUPTED.value, "declaration changed"
+            )
+            raise ConflictError(
+                f"run {run.id}: {source} changed after the run started, so resuming it would "
+                "apply steps nobody reviewed (step mismatch); the run was released",
+                hint=f"review the new plan and apply it: trueup org plan {source}",
+            )
         earlier = {(a.action.resource_id, a.action.summary) for a in self.store.run_actions(run.id)}
         new_risk = [
             a

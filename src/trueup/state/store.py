@@ -449,6 +449,18 @@ class Store:
         with self.db.transaction():
             self._event(run_id, event, detail)
 
+    def last_event(self, run_id: str, event: str) -> dict[str, Any] | None:
+        """The detail of a run's latest ``event``, or ``None`` when it has none."""
+        row = self.db.one(
+            "SELECT detail FROM journal WHERE run_id = :run AND event = :event "
+            "ORDER BY id DESC LIMIT 1",
+            {"run": run_id, "event": event},
+        )
+        if row is None or row[0] is None:
+            return None
+        detail: dict[str, Any] = json.loads(row[0])
+        return detail
+
     def _event(self, run_id: str, event: str, detail: dict[str, Any] | None) -> None:
         self.db.execute(
             "INSERT INTO journal (run_id, event, at, detail) VALUES (:run, :event, :at, :detail)",
