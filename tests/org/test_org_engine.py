@@ -330,3 +330,17 @@ def test_removing_a_project_that_holds_hand_made_items_needs_the_typed_name(
     with pytest.raises(ConfirmationRequired):
         orgs.apply(path, confirm=None)
     assert zitadel_counts(fakes)["projects"] == 1
+
+
+def test_an_srv_record_converges(orgs: Orgs) -> None:
+    srv = (
+        '\n[[dns]]\ntype = "SRV"\nname = "_sip._tcp"\ncontent = "1 5060 sip.example.com"\n'
+        "priority = 5\n"
+    )
+    path = orgs.write(ORG + srv)
+    assert orgs.apply(path).outcome is not Outcome.FAILED
+    assert not [
+        a
+        for a in orgs.plan(path).plan.actions
+        if a.kind == "cloudflare.dns_record" and a.type.mutates
+    ]

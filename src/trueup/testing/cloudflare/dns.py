@@ -45,7 +45,7 @@ RECORD_TYPES = frozenset(
     ]
 )
 PROXIABLE = frozenset({"A", "AAAA", "CNAME"})
-PRIORITY_TYPES = frozenset({"MX", "URI"})
+PRIORITY_TYPES = frozenset({"MX", "SRV", "URI"})  # "required for MX, SRV and URI"
 HOSTNAME_CONTENT = frozenset({"CNAME", "MX", "NS", "PTR"})
 _LABEL = re.compile(r"^(\*|[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)$")
 ORDER_KEYS = ("type", "name", "content", "ttl", "proxied")
