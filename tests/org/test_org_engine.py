@@ -344,3 +344,20 @@ def test_an_srv_record_converges(orgs: Orgs) -> None:
         for a in orgs.plan(path).plan.actions
         if a.kind == "cloudflare.dns_record" and a.type.mutates
     ]
+
+
+def test_moving_an_app_to_another_environment_is_a_person_s_step_at_plan_time(
+    orgs: Orgs,
+) -> None:
+    both = ORG.replace("[[app]]", '[apps]\nenvironments = ["production", "staging"]\n\n[[app]]', 1)
+    path = orgs.write(both)
+    orgs.apply(path)
+    moved = both.replace(
+        'name = "portal"\nimage', 'name = "portal"\nenvironment = "staging"\nimage'
+    )
+    assert moved != both
+    path = orgs.write(moved)
+    actions = orgs.plan(path).plan.actions
+    steps = [a for a in actions if a.kind == "coolify.application" and a.type.value != "no-op"]
+    assert [a.type for a in steps] == [ActionType.HUMAN_ACTION]
+    assert "portal" in steps[0].resource_id and "environment in place" in steps[0].summary

@@ -14,8 +14,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from trueup.errors import UsageError
-from trueup.kinds.base import ObserveContext
-from trueup.model import Applied, Observed, Resource
+from trueup.kinds.base import Decision, ObserveContext
+from trueup.model import ActionType, Applied, Observed, Resource
 from trueup.providers.coolify.session import CoolifySession
 from trueup.providers.remote import RemoteKind, applied_record, recorded_id
 
@@ -168,18 +168,37 @@ class ApplicationKind(RemoteKind):
             "server": session.server_uuid,
         }
 
+    def plan(
+        self,
+        resource: Resource | None,
+        observed: Observed,
+        applied: Applied | None,
+        force: bool = False,
+    ) -> Decision:
+        decision = super().plan(resource, observed, applied, force)
+        if resource is None or decision.payload.get("op") != "update":
+            return decision
+        fixed = _fixed_change(decision.payload.get("live") or {}, self.desired(resource))
+        if fixed is None:
+            return decision
+        return Decision(
+            ActionType.HUMAN_ACTION,
+            f"{self.noun(resource)}: Coolify cannot change an application's {fixed} in place; "
+            "remove it from the declaration, apply, then add it back",
+        )
+
     def update(
         self, resource: Resource, payload: Mapping[str, Any], session: CoolifySession
     ) -> JSON:
         uuid = str(payload["id"])
         live: Mapping[str, Any] = payload.get("live") or {}
         want = self.desired(resource)
-        for fixed in ("environment", "source"):
-            if live.get(fixed) != want[fixed]:
-                raise UsageError(
-                    f"{self.noun(resource)}: Coolify cannot change an application's {fixed} in "
-                    "place; remove it from the declaration, apply, then add it back"
-                )
+        fixed = _fixed_change(live, want)
+        if fixed is not None:  # planned as a human action; a saved plan may predate that
+            raise UsageError(
+                f"{self.noun(resource)}: Coolify cannot change an application's {fixed} in "
+                "place; remove it from the declaration, apply, then add it back"
+            )
         patch: JSON = {}
         if live.get("ports") != want["ports"]:
             patch["ports_exposes"] = want["ports"]
@@ -221,3 +240,8 @@ def app_uuid(
         return known
     app = session.app_by_name(name, environment)
     return str(app["uuid"]) if app else None
+
+
+def _fixed_change(live: Mapping[str, Any], want: Mapping[str, Any]) -> str | None:
+    """The first field Coolify cannot change on an existing application, if it differs."""
+    return next((f for f in ("environment", "source") if live.get(f) != want[f]), None)
