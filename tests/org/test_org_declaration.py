@@ -88,6 +88,10 @@ def test_the_example_org_declares_every_provider() -> None:
             "'redirect_uris': not an http(s) URL: 'ftp://x'",
         ),
         (
+            '[[dns]]\ntype = "A"\nname = "portal"\ncontent = "192.0.2.1"\nproxied = "yes"\n',
+            "[[dns]] #1 (A portal): field 'proxied': Input should be a valid boolean",
+        ),
+        (
             '[chat]\nimage = "c:1"\nkey_generation = 0\n',
             "[chat]: field 'key_generation': Input should be greater than or equal to 1",
         ),
