@@ -123,6 +123,9 @@ def test_a_stale_saved_plan_is_refused(org: OrgWorld) -> None:
     stale = org.run("org", "apply", saved, "--yes")
     assert stale.code == 4, stale.out + stale.err
     assert "the plan is stale" in stale.err and "unmanaged:cloudflare" in stale.err
+    assert "trueup org plan" in stale.err
+    wrong_command = org.run("apply", saved, "--yes")
+    assert wrong_command.code == 2 and "trueup org apply" in wrong_command.err
     a_records = [r for r in org.fakes.cloudflare.records(org.zone()) if r["type"] == "A"]
     assert [r["content"] for r in a_records] == ["203.0.113.10"]
 

@@ -188,6 +188,10 @@ def apply(
         engine = _engine(state, max_file_bytes)
         if is_saved_plan(file):
             expected = engine.load_saved_plan(file)
+            if expected.target.kind == "org":
+                raise UsageError(
+                    f"{file} is a saved org plan", hint=f"apply it with: trueup org apply {file}"
+                )
             plan_root = Path(expected.target.location)
             if root is not None and root.resolve() != plan_root:
                 raise UsageError(f"the saved plan is for root {plan_root}, not {root}")

@@ -90,7 +90,9 @@ def check_fresh(expected: Plan, actual: Plan) -> None:
         moved.append("the planned actions differ")
     raise StalePlan(
         "the plan is stale: " + "; ".join(moved[:10]) + (" …" if len(moved) > 10 else ""),
-        hint="compute the plan again (trueup plan) and review it",
+        hint="compute the plan again ("
+        + ("trueup org plan" if expected.target.kind == "org" else "trueup plan")
+        + ") and review it",
         data={"moved": moved, "expected": expected.digest, "actual": actual.digest},
     )
 
