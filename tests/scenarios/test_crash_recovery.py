@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from world import World
+from world import Result, World
 
 from trueup.execute.crashpoints import BOUNDARIES
 from trueup.fs import TEMP_MARK
@@ -178,31 +178,22 @@ def test_recover_never_undoes_an_edit_made_after_the_crash(world: World) -> None
     assert "drift" in recovered.out
 
 
-def test_ctrl_c_before_any_change_releases_the_target(world: World) -> None:
+def ctrl_c_at(world: World, boundary: str) -> tuple[str, Result]:
+    """Apply EDITS and press Ctrl-C (SIGINT) when the run reaches ``boundary``."""
     profile = str(world.write("edits.toml", EDITS))
-    stopped = world.run(
-        "apply",
-        profile,
-        "--root",
-        str(world.root),
-        "--yes",
-        env={"TRUEUP_CRASH_AT": "run-started:1:SIGINT"},
-    )
+    crash = {"TRUEUP_CRASH_AT": f"{boundary}:1:SIGINT"}
+    return profile, world.run("apply", profile, "--root", str(world.root), "--yes", env=crash)
+
+
+def test_ctrl_c_before_any_change_releases_the_target(world: World) -> None:
+    profile, stopped = ctrl_c_at(world, "run-started")
     assert stopped.code == 2 and "nothing was changed" in stopped.err
     assert read(world, "f.txt") is None
     assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0
 
 
 def test_ctrl_c_between_actions_says_so_and_keeps_the_run_for_recover(world: World) -> None:
-    profile = str(world.write("edits.toml", EDITS))
-    stopped = world.run(
-        "apply",
-        profile,
-        "--root",
-        str(world.root),
-        "--yes",
-        env={"TRUEUP_CRASH_AT": "run-finishing:1:SIGINT"},
-    )
+    profile, stopped = ctrl_c_at(world, "run-finishing")
     assert stopped.code == 7, stopped.out + stopped.err
     assert "interrupted" in stopped.err and "trueup recover" in stopped.err
     assert "nothing was changed" not in stopped.err

@@ -113,16 +113,21 @@ def test_sigkill_mid_apply_then_apply_again_creates_nothing_twice(
     assert settled.code == 0 and settled.json["data"]["summary"] == "14 none; 0 unmanaged"
 
 
-def test_trueup_recover_resumes_a_killed_org_run(org: OrgWorld) -> None:
+def kill_at(org: OrgWorld, boundary: str) -> None:
+    """SIGKILL an org apply the moment it reaches ``boundary`` (name:n)."""
     killed = org.world.run(
         "org",
         "apply",
         org.path,
         "--confirm",
         "Acme Inc",
-        env={**org.env, "TRUEUP_CRASH_AT": "mutated:5"},
+        env={**org.env, "TRUEUP_CRASH_AT": boundary},
     )
-    assert killed.code == -signal.SIGKILL
+    assert killed.code == -signal.SIGKILL, killed.err
+
+
+def test_trueup_recover_resumes_a_killed_org_run(org: OrgWorld) -> None:
+    kill_at(org, "mutated:5")
     recovered = org.run("recover")
     assert recovered.code == 0, recovered.out + recovered.err
     assert inventory(org.fakes) == EXPECTED
@@ -199,15 +204,7 @@ def test_a_failed_apply_exits_7_keeps_its_steps_and_applying_again_resumes(
 
 
 def test_recover_refuses_to_resume_an_org_file_edited_after_the_kill(org: OrgWorld) -> None:
-    killed = org.world.run(
-        "org",
-        "apply",
-        org.path,
-        "--confirm",
-        "Acme Inc",
-        env={**org.env, "TRUEUP_CRASH_AT": "mutated:5"},
-    )
-    assert killed.code == -signal.SIGKILL
+    kill_at(org, "mutated:5")
     declared = Path(org.path).read_text()
     org.declare(declared.replace("203.0.113.10", "203.0.113.99"))
     refused = org.run("recover")

@@ -20,7 +20,7 @@ from typing import Any
 from trueup import audit
 from trueup.declare.org import DeclaredOrg, load_org
 from trueup.engine import Engine, drift_items
-from trueup.errors import ConflictError, UsageError
+from trueup.errors import ConflictError, TrueupError, UsageError
 from trueup.execute.crashpoints import reach
 from trueup.execute.executor import Executor, RunResult
 from trueup.execute.gates import ConfirmationRequired, needs_confirmation
@@ -277,20 +277,22 @@ class OrgEngine:
         self.store.take_over(run.id)
         source = Path(run.declaration or "")
         if not run.declaration or not source.exists():
-            self.store.set_run_status(
-                run.id, "finished", Outcome.INTERRUPTED.value, "declaration gone"
+            raise self._released(
+                run,
+                "declaration gone",
+                UsageError(f"run {run.id}: its org file {source} no longer exists; run released"),
             )
-            raise UsageError(f"run {run.id}: its org file {source} no longer exists; run released")
         prepared = self.prepare(source, permission=None)
         started = self.store.last_event(run.id, "run.declaration")
         if started is not None and started.get("digest") != prepared.org.digest:
-            self.store.set_run_status(
-                run.id, "finished", Outcome.INTERRUPTED.value, "declaration changed"
-            )
-            raise ConflictError(
-                f"run {run.id}: {source} changed after the run started, so resuming it would "
-                "apply steps nobody reviewed (step mismatch); the run was released",
-                hint=f"review the new plan and apply it: trueup org plan {source}",
+            raise self._released(
+                run,
+                "declaration changed",
+                ConflictError(
+                    f"run {run.id}: {source} changed after the run started, so resuming it "
+                    "would apply steps nobody reviewed (step mismatch); the run was released",
+                    hint=f"review the new plan and apply it: trueup org plan {source}",
+                ),
             )
         earlier = {(a.action.resource_id, a.action.summary) for a in self.store.run_actions(run.id)}
         new_risk = [
@@ -299,19 +301,25 @@ class OrgEngine:
             if (a.resource_id, a.summary) not in earlier
         ]
         if new_risk:
-            self.store.set_run_status(
-                run.id, "finished", Outcome.INTERRUPTED.value, "needs confirmation"
-            )
-            raise ConfirmationRequired(
-                f"resuming would run {len(new_risk)} destroying or migrating step(s) the "
-                "interrupted run did not have; the run was released",
-                hint=f"review and confirm them: trueup org apply {source} --confirm NAME",
+            raise self._released(
+                run,
+                "needs confirmation",
+                ConfirmationRequired(
+                    f"resuming would run {len(new_risk)} destroying or migrating step(s) the "
+                    "interrupted run did not have; the run was released",
+                    hint=f"review and confirm them: trueup org apply {source} --confirm NAME",
+                ),
             )
         self._close_unfinished(run.id)
         self.store.event(run.id, "run.recovered", {"org": True})
         return self._run(
             run, prepared, self.store.next_seq(run.id), run.plan_digest or "", "run.recovered"
         )
+
+    def _released(self, run: RunInfo, why: str, error: TrueupError) -> TrueupError:
+        """End a run that cannot be resumed (its lock goes) and say why."""
+        self.store.set_run_status(run.id, "finished", Outcome.INTERRUPTED.value, why)
+        return error
 
     # -- recorded state -----------------------------------------------------
     def _record_state(
