@@ -166,3 +166,13 @@ def test_a_key_moved_under_the_overlay_is_kept(machine: Machine) -> None:
     machine.converge(config(target, '"permissions.allow" = ["Bash"], "model" = "m"'))
     machine.converge(config(target, '"model" = "m"', 'overlay = ["permissions"]\n'))
     assert json.loads(machine.path(target).read_text())["permissions"] == {"allow": ["Bash"]}
+
+
+def test_a_key_reached_through_a_yaml_alias_needs_a_person(machine: Machine) -> None:
+    text = "defaults: &d\n  color: red\nwork: *d\n"
+    machine.put("c/app.yaml", text)
+    body = config("c/app.yaml", '"work.color" = "blue"')
+    action = machine.action(body, "c")
+    assert action.type is T.HUMAN_ACTION and "YAML anchor &d" in action.summary
+    machine.apply(body)
+    assert machine.path("c/app.yaml").read_text() == text, "defaults.color is not changed"

@@ -214,14 +214,17 @@ class ConfigKind(Kind):
         except (ConfigError, UnicodeDecodeError) as exc:
             return Observed("unverifiable", None, {"reason": str(exc)})
         declared = {}
+        shared = {}
         for key in resource.spec["keys"]:
             value = doc.get(parse_key_path(key))
             if value is not MISSING:
                 declared[key] = value
+            anchor = doc.shared_by(parse_key_path(key))
+            if anchor is not None:
+                shared[key] = anchor
+        detail = {"declared": declared, "flat": doc.keys_flat(), "file_digest": entry.digest}
         return Observed(
-            "file",
-            keys_digest(declared),
-            {"declared": declared, "flat": doc.keys_flat(), "file_digest": entry.digest},
+            "file", keys_digest(declared), {**detail, "shared": shared} if shared else detail
         )
 
     # -- plan ---------------------------------------------------------------
@@ -246,6 +249,19 @@ class ConfigKind(Kind):
                 f"local overlay conflicts with canonical keys: {', '.join(clash)}; "
                 "drop them from overlay or from keys",
             )
+        shared: Mapping[str, str] = observed.detail.get("shared", {})
+        live: Mapping[str, Any] = observed.detail.get("declared", {})
+        aliased = sorted(
+            k
+            for k in shared
+            if k in declared and not (k in live and _same(live[k], declared[k]))
+        )
+        if aliased:
+            return Decision(
+                ActionType.HUMAN_ACTION,
+                f"cannot set {aliased[0]}: it is inside the YAML anchor {shared[aliased[0]]}, "
+                "which other keys share; edit the file by hand",
+            )
         blocked = _blocked_keys(declared, flat)
         if blocked:
             key, holder = blocked[0]
@@ -254,7 +270,6 @@ class ConfigKind(Kind):
                 f"cannot set {key}: {holder} holds a value, not a table, in the file; "
                 "change it by hand or declare other keys",
             )
-        live: Mapping[str, Any] = observed.detail.get("declared", {})
         modified = sorted(
             k
             for k in declared

@@ -395,6 +395,10 @@ class BaseDocument(ABC):
     def _check_value(self, value: object) -> None:  # noqa: B027 - optional hook
         """Refuse values the format cannot represent; the default accepts all."""
 
+    def shared_by(self, path: KeyPath) -> str | None:
+        """What else a write at ``path`` would change (a YAML anchor), or ``None``."""
+        return None
+
     # the protocol -----------------------------------------------------------------
 
     def get(self, path: KeyPath) -> object:

@@ -423,9 +423,33 @@ class YamlDocument(BaseDocument):
             node = node[key]
         return _plain(node)
 
+    def shared_by(self, path: KeyPath) -> str | None:
+        """The anchor of a mapping a write at ``path`` would go into, if any.
+
+        Every alias of an anchored mapping is the same node: setting a key in
+        it (through ``work: *defaults``, say) changes every key that shares it.
+        """
+        node: object = self._data
+        for segment in path[:-1]:
+            key = self._key(node, segment)
+            if key is MISSING:
+                return None
+            assert isinstance(node, CommentedMap)
+            node = node[key]
+            anchor = getattr(getattr(node, "anchor", None), "value", None)
+            if anchor is not None:
+                return f"&{anchor}"
+        return None
+
     # writing ----------------------------------------------------------------------
 
     def _replace(self, path: KeyPath, value: object) -> None:
+        shared = self.shared_by(path)
+        if shared is not None:  # planned as a person's step; never written silently
+            raise KeyPathError(
+                f"cannot set {format_key_path(path)}: it is inside the YAML anchor {shared}, "
+                "which other keys share"
+            )
         parent = self._data
         for depth, segment in enumerate(path):
             key = self._key(parent, segment)
