@@ -361,3 +361,20 @@ def test_moving_an_app_to_another_environment_is_a_person_s_step_at_plan_time(
     steps = [a for a in actions if a.kind == "coolify.application" and a.type.value != "no-op"]
     assert [a.type for a in steps] == [ActionType.HUMAN_ACTION]
     assert "portal" in steps[0].resource_id and "environment in place" in steps[0].summary
+
+
+def test_moving_the_issuer_keeps_the_old_organization_s_client_secret(orgs: Orgs) -> None:
+    path = orgs.write(ORG)
+    orgs.apply(path)
+    before = {p: p.read_bytes() for p in (orgs.data / "secrets").rglob("*") if p.is_file()}
+    assert len(before) == 1
+    orgs.write(
+        ORG.replace(
+            "[[identity.project]]", '[identity]\norg = "Acme Identity"\n\n[[identity.project]]'
+        )
+    )
+    orgs.apply(path)
+    after = {p: p.read_bytes() for p in (orgs.data / "secrets").rglob("*") if p.is_file()}
+    assert len(after) == 2, "the new organization's app has a secret of its own"
+    for old, data in before.items():
+        assert after[old] == data, "the old organization's secret is kept as it was"

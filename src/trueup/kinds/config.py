@@ -252,9 +252,7 @@ class ConfigKind(Kind):
         shared: Mapping[str, str] = observed.detail.get("shared", {})
         live: Mapping[str, Any] = observed.detail.get("declared", {})
         aliased = sorted(
-            k
-            for k in shared
-            if k in declared and not (k in live and _same(live[k], declared[k]))
+            k for k in shared if k in declared and not (k in live and _same(live[k], declared[k]))
         )
         if aliased:
             return Decision(

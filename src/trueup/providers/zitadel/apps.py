@@ -158,8 +158,14 @@ class OidcAppKind(RemoteKind):
         return _read_in_project(session.read.app, session, object_id)
 
     def _secret_name(self, resource: Resource, session: ZitadelSession) -> str:
+        """Scoped by the ZITADEL organization: moving the issuer to a new one must not
+        overwrite the secret the apps of the old one still use. (A record keeps its
+        own ``secret_ref``, so secrets stored under an older name are still found.)"""
         spec = resource.spec
-        return f"{session.secret_prefix}/zitadel/{spec['project']}/{spec['name']}/client-secret"
+        return (
+            f"{session.secret_prefix}/zitadel/{session.org_id}/{spec['project']}/"
+            f"{spec['name']}/client-secret"
+        )
 
     def create(
         self, resource: Resource, payload: Mapping[str, Any], session: ZitadelSession
