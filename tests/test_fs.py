@@ -210,3 +210,11 @@ def test_a_target_with_the_longest_legal_name_can_be_written(tmp_path: Path) -> 
     fs.commit()
     assert target.read_bytes() == b"x"
     assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_a_write_cut_short_leaves_no_temp_file_after_discard(tmp_path: Path) -> None:
+    fs = WritableFS(tag="t")
+    with pytest.raises(TypeError):  # fails after the temp file exists, as a signal would
+        fs.write(tmp_path / "f", "not bytes")  # type: ignore[arg-type]
+    fs.discard()
+    assert list(tmp_path.iterdir()) == []

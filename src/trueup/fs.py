@@ -418,12 +418,13 @@ class WritableFS(ReadOnlyFS):
             mode = base | 0o111 if executable else base
         temp = self.temp_path(final)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600)
+        # Staged before it is filled: a signal mid-write leaves discard() a temp to remove.
+        self._staged.append(_Staged(temp, final, _is_dir(current)))
         try:
             _write_all(fd, data)
             os.fchmod(fd, mode)
         finally:
             os.close(fd)
-        self._staged.append(_Staged(temp, final, _is_dir(current)))
         self._outcomes[final] = "file:" + (digest or hashlib.sha256(data).hexdigest())
 
     def symlink(self, path: Path | str, link: str) -> None:

@@ -92,6 +92,15 @@ def test_a_saved_plan_rewritten_with_a_new_digest_but_wrong_types_is_a_usage_err
     assert "not a trueup saved plan" in refused.err and "internal error" not in refused.err
 
 
+def test_overwrite_with_a_saved_plan_is_refused_not_ignored(world: World) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    saved = world.base / "plan.json"
+    world.run("plan", profile, "--root", str(world.root), "-o", str(saved))
+    refused = world.run("apply", str(saved), "--yes", "--overwrite", "rc")
+    assert refused.code == 2 and "applied exactly as it was planned" in refused.err
+    assert "plan again with --overwrite rc" in refused.err
+
+
 def test_source_edited_after_plan_is_refused(world: World) -> None:
     world.write("files/rc", "one\n")
     profile = str(

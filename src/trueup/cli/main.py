@@ -188,6 +188,12 @@ def apply(
         engine = _engine(state, max_file_bytes)
         if is_saved_plan(file):
             expected = engine.load_saved_plan(file)
+            if overwrite:
+                raise UsageError(
+                    "a saved plan is applied exactly as it was planned; --overwrite does not "
+                    "change it",
+                    hint=f"plan again with --overwrite {overwrite[0]} -o {file}, review, apply",
+                )
             if expected.target.kind == "org":
                 raise UsageError(
                     f"{file} is a saved org plan", hint=f"apply it with: trueup org apply {file}"
