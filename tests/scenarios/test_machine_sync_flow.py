@@ -180,3 +180,20 @@ def test_a_remembered_plan_never_hides_an_edit(world: World) -> None:
     kinds = {a["resource"]: a["type"] for a in drift.json["data"]["plan"]["plan"]["actions"]}
     assert kinds["codex-config"] == "drift-conflict"
     assert 'model = "gpt-4"' in config.read_text()
+
+
+def test_a_config_file_that_cannot_be_read_is_fixed_by_hand_not_overwritten(
+    world: World,
+) -> None:
+    profile = str(
+        world.write(
+            "c.toml",
+            '[profile]\nid = "c"\nname = "C"\n\n[[resource]]\nid = "settings"\n'
+            'kind = "config"\ntarget = "s.json"\nkeys = { model = "m" }\n',
+        )
+    )
+    world.target("s.json").write_text("{ not json")
+    planned = world.run("plan", profile, "--root", str(world.root))
+    assert planned.code == 4
+    assert "fix it by hand" in planned.out and "--overwrite RESOURCE" not in planned.out
+    assert world.target("s.json").read_text() == "{ not json"

@@ -102,11 +102,17 @@ def render_plan(
         console.print(f"\n{plan_summary(plan)}")
     drift = plan.by_type(ActionType.DRIFT_CONFLICT)
     dropped = [a for a in drift if a.payload.get("dropped")]
-    if len(dropped) < len(drift):
+    by_hand = [a for a in drift if a.payload.get("by_hand") and not a.payload.get("dropped")]
+    if len(dropped) + len(by_hand) < len(drift):
         console.print(
             "[magenta]Drift is never overwritten. To keep the local version, leave it (or "
             "declare the keys as overlay); to take the declared version, rerun with "
             "--overwrite RESOURCE.[/]"
+        )
+    if by_hand:
+        console.print(
+            "[magenta]A config file that is a link or cannot be read cannot be merged into, "
+            "--overwrite included: fix it by hand, then plan again.[/]"
         )
     if dropped:
         console.print(

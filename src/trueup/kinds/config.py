@@ -237,7 +237,8 @@ class ConfigKind(Kind):
     ) -> Decision:
         if observed.state not in ("absent", "file"):
             reason = observed.detail.get("reason") or obstacle(observed.state)
-            return _drift(reason, observed, applied, resource)
+            # Nothing can be merged into it, --overwrite included: a person fixes it.
+            return _drift(reason, observed, applied, resource, by_hand=True)
         flat: Mapping[str, Any] = observed.detail.get("flat", {})
         owned: Mapping[str, str] = applied.detail.get("keys", {}) if applied else {}
         declared: Mapping[str, Any] = resource.spec["keys"] if resource else {}
@@ -412,11 +413,16 @@ def _extra_keys(
 
 
 def _drift(
-    why: str, observed: Observed, applied: Applied | None, resource: Resource | None
+    why: str,
+    observed: Observed,
+    applied: Applied | None,
+    resource: Resource | None,
+    by_hand: bool = False,
 ) -> Decision:
     return Decision(
         ActionType.DRIFT_CONFLICT,
         f"drift: {why}; left exactly as it is",
+        {"by_hand": True} if by_hand else {},
         drift={
             "observed": observed.digest,
             "applied": applied.digest if applied else None,
