@@ -445,3 +445,16 @@ def dump(data: dict[str, Any]) -> str:
     test_property_set_then_get_and_nothing_else_changes,
     test_property_delete_removes_only_that_key,
 ) = property_tests(FORMAT, dump)
+
+
+def test_new_keys_that_yaml_1_1_reads_as_booleans_are_quoted() -> None:
+    document = doc("a: 1\n")
+    document.set(("yes",), 1)
+    document.set(("on", "off"), 2)
+    text = document.to_text()
+    assert text == "a: 1\n'yes': 1\n'on':\n  'off': 2\n"
+    assert YAML(typ="safe", pure=True).load(io.StringIO(text)) == {
+        "a": 1,
+        "yes": 1,
+        "on": {"off": 2},
+    }

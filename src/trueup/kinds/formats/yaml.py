@@ -189,13 +189,20 @@ def _string(value: str, like: object) -> object:
     return value
 
 
+def _key_node(key: str) -> object:
+    """A new key, quoted where a value would be (``yes`` as a key is a boolean to PyYAML)."""
+    if _LINE_BREAKS.search(key) or _YAML11_SPECIAL.fullmatch(key):
+        return _string(key, None)
+    return key
+
+
 def _to_node(value: object, like: object = None) -> object:
     if isinstance(value, dict):
         mapping = CommentedMap()
         if not value:
             mapping.fa.set_flow_style()
         for key, item in value.items():
-            mapping[_string(key, None) if _LINE_BREAKS.search(key) else key] = _to_node(item)
+            mapping[_key_node(key)] = _to_node(item)
         return mapping
     if isinstance(value, list):
         sequence = CommentedSeq(_to_node(item) for item in value)
@@ -458,7 +465,7 @@ class YamlDocument(BaseDocument):
                     parent.fa.set_block_style()  # `x: {}` grows into a block mapping
                 keys = _own_keys(parent)
                 tail = _detach_tail(parent, keys[-1]) if keys else ""
-                parent[segment] = _to_node(_nest(path[depth + 1 :], value))
+                parent[_key_node(segment)] = _to_node(_nest(path[depth + 1 :], value))
                 _attach_tail(parent, segment, tail)
                 return
             if depth == len(path) - 1:
