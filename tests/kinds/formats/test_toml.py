@@ -382,3 +382,10 @@ def dump(data: dict[str, Any]) -> str:
     test_property_set_then_get_and_nothing_else_changes,
     test_property_delete_removes_only_that_key,
 ) = property_tests(FORMAT, dump)
+
+
+def test_a_byte_order_mark_is_read_past_and_kept() -> None:
+    document = doc('\ufeffmodel = "a"\n')
+    assert document.get(("model",)) == "a"
+    document.set(("model",), "b")
+    assert document.to_text() == '\ufeffmodel = "b"\n'

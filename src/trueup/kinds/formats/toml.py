@@ -110,8 +110,10 @@ class TomlDocument(BaseDocument):
 
     def __init__(self, text: str, origin: str) -> None:
         super().__init__(text, origin)
+        # Editors on Windows may start the file with a BOM, which tomlkit reads as a key.
+        self._bom = "\ufeff" if text.startswith("\ufeff") else ""
         try:
-            self._doc = tomlkit.parse(text)
+            self._doc = tomlkit.parse(text[len(self._bom) :])
         except ParseError as exc:
             reason = _LOCATION.sub("", str(exc))
             raise ConfigError(
@@ -154,7 +156,7 @@ class TomlDocument(BaseDocument):
                 self._check_value(item)
 
     def _render(self) -> str:
-        return self._doc.as_string()
+        return self._bom + self._doc.as_string()
 
     def _replace(self, path: KeyPath, value: object) -> None:
         parent: object = self._doc
