@@ -116,6 +116,7 @@ def test_json_envelope_is_versioned_on_every_command(world: World) -> None:
         ("status", "--json"),
         ("status", profile, "--root", str(world.root), "--json"),
         ("schema", "profile", "--json"),
+        ("plan", profile, "--root", str(world.root), "--no-such-option", "--json"),
     ):
         result = world.run(*args)
         envelope = result.json

@@ -409,7 +409,23 @@ def state_migrate(
 
 
 def run() -> None:
-    app()
+    """The ``trueup`` command. With --json, a mistyped option answers with an envelope too."""
+    if "--json" not in sys.argv[1:]:
+        app()
+        return
+    import click
+
+    try:
+        code = app(standalone_mode=False)
+    except click.ClickException as exc:
+        words = [arg for arg in sys.argv[1:] if not arg.startswith("-")][:1]
+        Output(" ".join(words) or "trueup", json_mode=True).envelope(
+            "error", exc.exit_code, exc.format_message(), {"hint": "trueup --help"}
+        )
+        raise SystemExit(exc.exit_code) from None
+    except click.exceptions.Abort:
+        raise SystemExit(int(ExitCode.USAGE)) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 # Shared state for teams: the audit log, grants and tokens, the job queue.
