@@ -389,3 +389,18 @@ def test_a_byte_order_mark_is_read_past_and_kept() -> None:
     assert document.get(("model",)) == "a"
     document.set(("model",), "b")
     assert document.to_text() == '\ufeffmodel = "b"\n'
+
+
+def test_a_crlf_file_stays_crlf_when_keys_are_added() -> None:
+    document = doc('model = "a"\r\n\r\n[tools]\r\nx = 1\r\n')
+    document.set(("tools", "y"), 2)
+    document.set(("extra",), "e")
+    text = document.to_text()
+    assert "\n" not in text.replace("\r\n", ""), repr(text)
+    assert load("toml", text, origin="c.toml").get(("tools", "y")) == 2
+
+
+def test_a_multiline_string_keeps_its_own_line_breaks_in_a_crlf_file() -> None:
+    document = doc('model = "a"\r\n')
+    document.set(("prompt",), "one\ntwo\n")
+    assert load("toml", document.to_text(), origin="c.toml").get(("prompt",)) == "one\ntwo\n"

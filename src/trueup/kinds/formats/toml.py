@@ -105,6 +105,9 @@ def _sets_table(value: object) -> bool:
     )
 
 
+_BARE_LF = re.compile(r"(?<!\r)\n")
+
+
 class TomlDocument(BaseDocument):
     """A TOML file; every table, comment and blank line survives edits."""
 
@@ -156,7 +159,14 @@ class TomlDocument(BaseDocument):
                 self._check_value(item)
 
     def _render(self) -> str:
-        return self._bom + self._doc.as_string()
+        text = self._doc.as_string()
+        if "\r\n" in self._original and _BARE_LF.search(text):
+            # tomlkit ends the lines it adds with LF; a CRLF file stays CRLF, unless
+            # that would change a value (a multi-line string keeps its own breaks).
+            crlf = _BARE_LF.sub("\r\n", text)
+            if tomlkit.parse(crlf).unwrap() == tomlkit.parse(text).unwrap():
+                text = crlf
+        return self._bom + text
 
     def _replace(self, path: KeyPath, value: object) -> None:
         parent: object = self._doc
