@@ -72,9 +72,10 @@ class StatCache:
     contents_budget: int = CONTENTS_BUDGET
 
     def lookup(self, path: str, st: os.stat_result) -> str | None:
-        return self._lookup(path, stat_key(st))
+        return self.known(path, stat_key(st))
 
-    def _lookup(self, path: str, key: StatKey) -> str | None:
+    def known(self, path: str, key: StatKey) -> str | None:
+        """The digest recorded for ``path`` if ``key`` is its stat and not racy."""
         hit = self.entries.get(path)
         if hit is None and self.loader is not None:
             self._load_around(path)
@@ -254,7 +255,7 @@ class ReadOnlyFS:
             self.witness[key] = (st.st_mode, *skey)
         self._check_size(key, st.st_size)  # a known digest does not lift the limit
         cache = self.cache
-        cached = cache._lookup(key, skey)
+        cached = cache.known(key, skey)
         if cached is not None:
             return cached
         data = self._read(key, st.st_size)
@@ -278,7 +279,7 @@ class ReadOnlyFS:
         if hit is not None and hit[0] == skey and hit[1] == digest:
             return hit[2]
         data = self._read(key, st.st_size)
-        if self.cache._lookup(key, skey) != digest and sha256_bytes(data) != digest:
+        if self.cache.known(key, skey) != digest and sha256_bytes(data) != digest:
             raise ConflictError(
                 f"source {key} changed after the plan was computed",
                 hint="compute the plan again",
@@ -300,7 +301,7 @@ class ReadOnlyFS:
                 return Entry("blocked") if isinstance(missing, NotADirectoryError) else None
         mode = st.st_mode
         if stat.S_ISREG(mode):  # digest_file is its witness
-            return Entry("file", self.digest_file(path, st), bool(mode & stat.S_IXUSR))
+            return Entry("file", self.digest_file(path, st), is_executable(mode))
         self._seen(path, st)
         if stat.S_ISLNK(mode):
             return Entry("symlink", link=os.readlink(path))
@@ -413,8 +414,10 @@ class WritableFS(ReadOnlyFS):
         if mode is None:
             # Keep the read/write bits a regular file already has; anything else
             # (new, or a link whose bits are always 0777) gives 0644.
-            regular = current is not None and stat.S_ISREG(current.st_mode)
-            base = stat.S_IMODE(current.st_mode) & 0o666 if current and regular else 0o644
+            if current is not None and stat.S_ISREG(current.st_mode):
+                base = stat.S_IMODE(current.st_mode) & 0o666
+            else:
+                base = 0o644
             mode = base | 0o111 if executable else base
         temp = self.temp_path(final)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600)
@@ -444,7 +447,7 @@ class WritableFS(ReadOnlyFS):
             self._prunes.append((os.path.dirname(os.fspath(path)), os.fspath(prune_up_to)))
 
     def outcomes(self) -> dict[str, str]:
-        """What each staged path will hold once committed (``outcome_of`` spelling).
+        """What each staged path will hold once committed (``held_at`` spelling).
 
         Kept with the rollback material before commit, so a recovery can tell
         a path this run wrote from one somebody changed after it stopped.
@@ -505,7 +508,7 @@ class WritableFS(ReadOnlyFS):
 ABSENT_OUTCOME = "absent"
 
 
-def outcome_of(path: str) -> str:
+def held_at(path: str) -> str:
     """What ``path`` holds now, spelt as ``WritableFS.outcomes`` spells it."""
     try:
         st = os.lstat(path)

@@ -111,8 +111,8 @@ def render_plan(
         )
     if by_hand:
         console.print(
-            "[magenta]A config file that is a link or cannot be read cannot be merged into, "
-            "--overwrite included: fix it by hand, then plan again.[/]"
+            "[magenta]Drift that --overwrite cannot take over (its detail says why) needs a "
+            "person: fix it by hand, then plan again.[/]"
         )
     if dropped:
         console.print(

@@ -24,7 +24,7 @@ from trueup.fs import (
     TEMP_MARK,
     ReadOnlyFS,
     WritableFS,
-    outcome_of,
+    held_at,
     sha256_bytes,
     sync_paths,
 )
@@ -140,7 +140,7 @@ class RollbackStore:
         for snap in reversed(entry["snapshots"]):
             path = snap["path"]
             state = snap["state"]
-            now = outcome_of(path)
+            now = held_at(path)
             if now == _as_outcome(snap):
                 continue  # as it was before the run
             if written.get(path) != now:
@@ -200,7 +200,7 @@ def _written_name(manifest: str) -> str:
 
 
 def _as_outcome(snap: dict[str, Any]) -> str:
-    """A snapshot spelt as ``fs.outcome_of`` spells what a path holds."""
+    """A snapshot spelt as ``fs.held_at`` spells what a path holds."""
     state = snap["state"]
     if state == "file":
         return "file:" + str(snap["blob"])

@@ -40,6 +40,7 @@ from trueup.kinds.formats import (
     format_key_path,
     load,
     parse_key_path,
+    paths_overlap,
 )
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
 
@@ -116,11 +117,6 @@ def _blocked_keys(declared: Mapping[str, Any], flat: Mapping[str, Any]) -> list[
                 blocked.append((key, holder))
                 break
     return blocked
-
-
-def _overlaps(key: str, other: str) -> bool:
-    """Whether two dotted key paths are the same key or one holds the other."""
-    return key == other or key.startswith(other + ".") or other.startswith(key + ".")
 
 
 def plain_value(value: object) -> bool:
@@ -216,10 +212,11 @@ class ConfigKind(Kind):
         declared = {}
         shared = {}
         for key in resource.spec["keys"]:
-            value = doc.get(parse_key_path(key))
+            key_path = parse_key_path(key)
+            value = doc.get(key_path)
             if value is not MISSING:
                 declared[key] = value
-            anchor = doc.shared_by(parse_key_path(key))
+            anchor = doc.shared_by(key_path)
             if anchor is not None:
                 shared[key] = anchor
         detail = {"declared": declared, "flat": doc.keys_flat(), "file_digest": entry.digest}
@@ -243,7 +240,7 @@ class ConfigKind(Kind):
         owned: Mapping[str, str] = applied.detail.get("keys", {}) if applied else {}
         declared: Mapping[str, Any] = resource.spec["keys"] if resource else {}
         overlay = set(resource.spec["overlay"]) if resource else set()
-        clash = sorted(k for k in declared if any(_overlaps(k, o) for o in overlay))
+        clash = sorted(k for k in declared if any(paths_overlap(k, o) for o in overlay))
         if clash:
             return Decision(
                 ActionType.HUMAN_ACTION,
@@ -287,7 +284,7 @@ class ConfigKind(Kind):
         changes = {k: v for k, v in declared.items() if k not in live or not _same(live[k], v)}
         # A key moved into the overlay (or under an overlay table) is the machine's now.
         dropped = [
-            k for k in owned if k not in declared and not any(_overlaps(k, o) for o in overlay)
+            k for k in owned if k not in declared and not any(paths_overlap(k, o) for o in overlay)
         ]
         unset = sorted(k for k in dropped if _owned_value(flat, k, owned[k]))
         kept = sorted(set(dropped) - set(unset))

@@ -75,13 +75,21 @@ def section_digest(text: bytes) -> str:
 class Markers:
     """The begin/end lines around an append-local section, in the file's own comment style."""
 
+    BEGIN = "trueup:begin"
+    END = "trueup:end"
+
     def __init__(self, resource_id: str, html: bool) -> None:
         if html:
-            self.begin = f"<!-- trueup:begin {resource_id} -->\n".encode()
-            self.end = f"<!-- trueup:end {resource_id} -->\n".encode()
+            self.begin = f"<!-- {self.BEGIN} {resource_id} -->\n".encode()
+            self.end = f"<!-- {self.END} {resource_id} -->\n".encode()
         else:
-            self.begin = f"# trueup:begin {resource_id}\n".encode()
-            self.end = f"# trueup:end {resource_id}\n".encode()
+            self.begin = f"# {self.BEGIN} {resource_id}\n".encode()
+            self.end = f"# {self.END} {resource_id}\n".encode()
+
+    @classmethod
+    def found_in(cls, data: bytes) -> bool:
+        """Whether ``data`` holds a marker line of any section."""
+        return any(f"{word} ".encode() in data for word in (cls.BEGIN, cls.END))
 
     def split(self, data: bytes) -> tuple[str, bytes, bytes, bytes]:
         """(status, before, section, after); status is ok, missing or broken."""
@@ -125,7 +133,7 @@ class FileKind(Kind):
             spec["digest"] = link_digest(spec["link"])
         elif policy == "append-local":
             section = declared_bytes(spec, fs)
-            if b"trueup:begin " in section or b"trueup:end " in section:
+            if Markers.found_in(section):
                 raise ValueError(
                     "the content holds a trueup section marker line, which would break "
                     "the section it is written into"

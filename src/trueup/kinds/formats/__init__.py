@@ -221,6 +221,13 @@ def format_key_path(path: KeyPath) -> str:
     return ".".join(parts)
 
 
+def paths_overlap(left: str, right: str) -> bool:
+    """Whether two dotted key paths are the same key or one is inside the other."""
+    a, b = parse_key_path(left), parse_key_path(right)
+    shorter = min(len(a), len(b))
+    return a[:shorter] == b[:shorter]
+
+
 def check_key_paths(paths: Iterable[str]) -> None:
     """Check a declaration's key paths as a set.
 
