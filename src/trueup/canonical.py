@@ -2,23 +2,53 @@
 
 A plan's identity is the sha256 of its canonical bytes, so the encoding must be
 byte-stable across runs, platforms and Python versions: sorted keys, no
-whitespace, UTF-8, and no non-finite numbers (they have no JSON spelling).
+whitespace, UTF-8, shortest round-trip floats. orjson gives exactly that about
+eight times faster than the standard library, which matters when a plan of
+10,000 resources is encoded for its digest, its journal rows and its records.
+The standard library takes over for what orjson cannot encode (integers
+beyond 64 bits); either way the same value always gives the same bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
-_ENCODER = json.JSONEncoder(
+import orjson
+
+_SORTED = orjson.OPT_SORT_KEYS
+_FALLBACK = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
 
 
 def canonical_json(value: Any) -> bytes:
     """Encode ``value`` as canonical JSON bytes; NaN and infinities are refused."""
-    return _ENCODER.encode(value).encode("utf-8")
+    try:
+        encoded = orjson.dumps(value, option=_SORTED)
+    except TypeError:  # orjson.JSONEncodeError: a huge int, a non-str key...
+        return _FALLBACK.encode(value).encode("utf-8")
+    if b"null" in encoded and _has_non_finite(value):
+        # orjson spells NaN and infinities null; they have no JSON spelling at all.
+        raise ValueError("Out of range float values are not JSON compliant")
+    return encoded
+
+
+def canonical_text(value: Any) -> str:
+    """``canonical_json`` as text, for storing in a database column."""
+    return canonical_json(value).decode("utf-8")
+
+
+def _has_non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_non_finite(v) for v in value)
+    return False
 
 
 def sha256_hex(data: bytes) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from trueup.canonical import canonical_text
 from trueup.fs import CacheEntry, StatCache
 from trueup.model import Action, Applied, Resource, Target
 from trueup.state.db import Database, UniqueViolation
@@ -35,15 +36,7 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
 
 
-# One encoder for every row: json.dumps with options builds a new one per call,
-# which is most of the cost of encoding 40,000 small journal values.
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
-
-
-def _dumps(value: Any) -> str:
-    if type(value) is dict and not value:  # most applied records' detail
-        return "{}"
-    return _ENCODER.encode(value)
+_dumps = canonical_text
 
 
 @dataclass(frozen=True, slots=True)
