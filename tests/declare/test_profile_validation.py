@@ -106,6 +106,11 @@ BAD = {
         'target = "c.toml"\nkeys = { when = 1979-05-27T07:32:00Z }\n',
         ["resource 'c'", "field 'keys'", "write dates and times as strings"],
     ),
+    "a non-finite number as a config value": (
+        '[profile]\nid = "p"\nname = "P"\n[[resource]]\nid = "c"\nkind = "config"\n'
+        'target = "c.toml"\nkeys = { ratio = nan }\n',
+        ["resource 'c'", "field 'keys'"],
+    ),
     "an append-local section holding a marker": (
         GOOD.replace(
             'content = "1"', 'content = "x\\n# trueup:end one\\n"\npolicy = "append-local"'
