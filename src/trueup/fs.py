@@ -78,6 +78,10 @@ class StatCache:
         """The digest recorded for ``path`` if ``key`` is its stat and not racy."""
         hit = self.entries.get(path)
         if hit is None and self.loader is not None:
+            if key[1] >= time.time_ns() - RACY_WINDOW_NS:
+                # Too new for any record to vouch for (a file just written, when
+                # verified): no need to fetch its folder's records.
+                return None
             self._load_around(path)
             hit = self.entries.get(path)
         if hit is None or hit[0] != key or key[1] >= hit[2] - RACY_WINDOW_NS:

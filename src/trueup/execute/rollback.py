@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trueup.canonical import canonical_json
 from trueup.fs import (
     ABSENT_OUTCOME,
     TEMP_MARK,
@@ -72,8 +73,7 @@ class RollbackStore:
             }
         name = f"batch-{items[0].seq}.json" if items else "batch-empty.json"
         target = self.base / name
-        with open(target, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(manifest))  # one C encoding; json.dump writes in pieces
+        target.write_bytes(canonical_json(manifest))
         sync_paths([*written, str(target)], [str(blobs), str(self.base)])
         return name
 
@@ -124,8 +124,7 @@ class RollbackStore:
         changed by somebody after the run stopped: it is left alone.
         """
         target = self.base / _written_name(manifest)
-        with open(target, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(outcomes))
+        target.write_bytes(canonical_json(outcomes))
         sync_paths([str(target)], [str(self.base)])
 
     def restore(self, ref: str, fs: WritableFS) -> tuple[dict[str, Any] | None, list[str]]:
