@@ -15,6 +15,7 @@ from trueup.fs import (
     FileTooLargeError,
     ReadOnlyFS,
     StatCache,
+    TargetAppeared,
     WritableFS,
     sha256_bytes,
 )
@@ -169,6 +170,50 @@ def test_discard_leaves_no_temp_file(tmp_path: Path) -> None:
     fs.discard()
     assert (tmp_path / "f").read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["f"]
+
+
+@pytest.mark.parametrize("appears", ["file", "symlink", "folder"])
+def test_an_exclusive_create_never_replaces_what_appeared_after_staging(
+    tmp_path: Path, appears: str
+) -> None:
+    fs = WritableFS(tag="t")
+    target = tmp_path / "f"
+    fs.write(target, b"declared", exclusive=True)
+    if appears == "file":
+        target.write_bytes(b"a person's")
+    elif appears == "symlink":
+        target.symlink_to("elsewhere")
+    else:
+        target.mkdir()
+    with pytest.raises(TargetAppeared) as raised:
+        fs.commit()
+    assert raised.value.path == str(target)
+    assert str(target) in raised.value.message
+    if appears == "file":
+        assert target.read_bytes() == b"a person's"
+    elif appears == "symlink":
+        assert os.readlink(target) == "elsewhere"
+    else:
+        assert target.is_dir()
+    fs.discard()
+    assert [p.name for p in tmp_path.iterdir()] == ["f"], "no temp file left"
+
+
+def test_an_exclusive_symlink_never_replaces_what_appeared(tmp_path: Path) -> None:
+    fs = WritableFS(tag="t")
+    fs.symlink(tmp_path / "l", "declared", exclusive=True)
+    (tmp_path / "l").write_bytes(b"a person's")
+    with pytest.raises(TargetAppeared):
+        fs.commit()
+    assert (tmp_path / "l").read_bytes() == b"a person's"
+
+
+def test_an_exclusive_create_of_an_absent_target_lands(tmp_path: Path) -> None:
+    fs = WritableFS(tag="t")
+    fs.write(tmp_path / "d" / "f", b"declared", exclusive=True)
+    fs.commit()
+    assert (tmp_path / "d" / "f").read_bytes() == b"declared"
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["f"]
 
 
 def test_walk_never_follows_symlinks(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ directory), which is as safe as fsync-per-file and much faster for big trees.
 from __future__ import annotations
 
 import ctypes
+import errno
+import functools
 import hashlib
 import os
 import stat
@@ -348,6 +350,19 @@ class _Staged:
     final: str
     #: A real folder (not a link to one) is where the file goes: removed at commit.
     replaces_dir: bool = False
+    #: The target was absent when planned: the rename refuses to replace anything.
+    exclusive: bool = False
+
+
+class TargetAppeared(ConflictError):
+    """Something appeared at a target planned absent; nothing was put over it."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path} appeared after the plan was computed; it was left as it is",
+            hint="compute the plan again and review it",
+        )
+        self.path = path
 
 
 class WritableFS(ReadOnlyFS):
@@ -406,10 +421,13 @@ class WritableFS(ReadOnlyFS):
         executable: bool = False,
         mode: int | None = None,
         digest: str | None = None,
+        exclusive: bool = False,
     ) -> None:
         """Stage ``data`` for ``path``; ``mode`` (exact bits) wins over ``executable``.
 
         ``digest``: the sha256 of ``data`` when the caller knows it already.
+        ``exclusive``: ``path`` was planned absent, and commit refuses (with
+        ``TargetAppeared``) to put the file over anything found there then.
         """
         final = os.fspath(path)
         self._check_size(final, len(data))
@@ -426,7 +444,7 @@ class WritableFS(ReadOnlyFS):
         temp = self.temp_path(final)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600)
         # Staged before it is filled: a signal mid-write leaves discard() a temp to remove.
-        self._staged.append(_Staged(temp, final, _is_dir(current)))
+        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive))
         try:
             _write_all(fd, data)
             os.fchmod(fd, mode)
@@ -434,13 +452,14 @@ class WritableFS(ReadOnlyFS):
             os.close(fd)
         self._outcomes[final] = "file:" + (digest or hashlib.sha256(data).hexdigest())
 
-    def symlink(self, path: Path | str, link: str) -> None:
+    def symlink(self, path: Path | str, link: str, exclusive: bool = False) -> None:
+        """Stage a symlink at ``path``; ``exclusive`` as for ``write``."""
         final = os.fspath(path)
         self.make_parents(final)
         current = self.lstat(final)
         temp = self.temp_path(final)
         os.symlink(link, temp)
-        self._staged.append(_Staged(temp, final, _is_dir(current)))
+        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive))
         self._outcomes[final] = "link:" + link
 
     def remove(self, path: Path | str, prune_up_to: Path | str | None = None) -> None:
@@ -468,9 +487,12 @@ class WritableFS(ReadOnlyFS):
             _sync_files([s.temp for s in self._staged])
             reach("temp-written")
             for staged in self._staged:
-                if staged.replaces_dir:
-                    _remove_tree(staged.final)
-                os.replace(staged.temp, staged.final)
+                if staged.exclusive:
+                    _rename_exclusive(staged.temp, staged.final)
+                else:
+                    if staged.replaces_dir:
+                        _remove_tree(staged.final)
+                    os.replace(staged.temp, staged.final)
                 self._dirs.add(os.path.dirname(staged.final))
         for path in self._removals:
             _remove_any(path)
@@ -534,6 +556,54 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+_NOREPLACE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP}
+
+
+def _rename_exclusive(temp: str, final: str) -> None:
+    """Rename ``temp`` to ``final`` only if nothing is at ``final``, atomically.
+
+    renameat2(RENAME_NOREPLACE) makes "still absent" and "now ours" one step,
+    so a file that appeared after the plan is never replaced, however late it
+    came. Where the kernel or file system lacks it, a look right before the
+    rename is the best left (a window of microseconds, not of the whole run).
+    """
+    rename2 = _renameat2()
+    if rename2 is not None:
+        if (
+            rename2(_AT_FDCWD, os.fsencode(temp), _AT_FDCWD, os.fsencode(final), _RENAME_NOREPLACE)
+            == 0
+        ):
+            return
+        err = ctypes.get_errno()
+        if err == errno.EEXIST:
+            raise TargetAppeared(final)
+        if err not in _NOREPLACE_UNSUPPORTED:
+            raise OSError(err, os.strerror(err), final)
+    if os.path.lexists(final):
+        raise TargetAppeared(final)
+    os.rename(temp, final)
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if function is None:  # a C library older than glibc 2.28
+        return None
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    function.restype = ctypes.c_int
+    return function  # type: ignore[no-any-return]
 
 
 def _remove_any(path: str) -> None:

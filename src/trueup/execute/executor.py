@@ -37,7 +37,7 @@ from trueup.errors import ConflictError, TrueupError
 from trueup.execute.crashpoints import reach
 from trueup.execute.rollback import Capture, RollbackStore
 from trueup.execute.verification import verify_command
-from trueup.fs import WritableFS
+from trueup.fs import TargetAppeared, WritableFS
 from trueup.kinds.base import ApplyContext, ObserveContext
 from trueup.model import (
     Action,
@@ -246,7 +246,7 @@ class Executor:
         if manifest is not None:
             self.rollback.note_written(manifest, self.fs.outcomes())
             reach("outcomes-noted")
-        self.fs.commit()
+        self._commit(captures)
         reach("mutated")
         done: list[tuple[int, Action, Evidence]] = []
         for seq, action in batch:
@@ -267,11 +267,26 @@ class Executor:
         if self.progress:
             self.progress(len(batch))
 
+    def _commit(self, captures: Sequence[Capture]) -> None:
+        try:
+            self.fs.commit()
+        except TargetAppeared as appeared:
+            touched = {c.seq for c in captures if appeared.path in c.paths}
+            rid = next((a.resource_id for seq, a in self._current if seq in touched), None)
+            if rid is None:
+                raise
+            raise ConflictError(
+                f"{rid!r} changed after the plan was computed; it was left as it is",
+                hint=appeared.hint,
+            ) from appeared
+
     def _unmoved(self, action: Action) -> None:
         """Refuse to mutate a local resource that moved since it was observed."""
         kind = kinds.get(action.kind)
         expected = self._observed.get(action.resource_id)
-        if not kind.restorable or expected is None:
+        if not kind.restorable or expected is None or action.payload.get("exclusive"):
+            # An exclusive create needs no second look: its rename refuses
+            # anything that appeared since (fs.TargetAppeared, see _commit).
             return
         now = kind.observe(self._resource(action), self.read_ctx).identity()
         if now != expected:

@@ -110,6 +110,11 @@ class Markers:
         return before + self.begin + section + self.end + after
 
 
+# A target planned absent is created exclusively (fs.WritableFS.write): the
+# executor need not look at it again before writing, the rename refuses.
+_CREATE = {"exclusive": True}
+
+
 class FileKind(Kind):
     name = "file"
     policies = ("replace", "replace-if-unmodified", "append-local")
@@ -181,9 +186,10 @@ class FileKind(Kind):
             return Decision(ActionType.NO_OP, "up to date")
         if observed.state in ("directory", "special", "blocked"):
             return _conflict(obstacle(observed.state), resource, observed, applied)
-        verb = "create" if observed.state == "absent" else "update"
-        if resource.policy == "replace" or observed.state == "absent" or force:
-            return Decision(ActionType.WRITE_FILE, f"{verb} {_shape(resource)}")
+        if observed.state == "absent":
+            return Decision(ActionType.WRITE_FILE, f"create {_shape(resource)}", _CREATE)
+        if resource.policy == "replace" or force:
+            return Decision(ActionType.WRITE_FILE, f"update {_shape(resource)}")
         if applied is not None and observed.digest == applied.digest:
             return Decision(
                 ActionType.WRITE_FILE, f"update {_shape(resource)} (unmodified since applied)"
@@ -197,7 +203,7 @@ class FileKind(Kind):
         desired = resource.spec["section_digest"]
         markers = observed.detail.get("markers")
         if observed.state == "absent":
-            return Decision(ActionType.WRITE_FILE, "create with the source section")
+            return Decision(ActionType.WRITE_FILE, "create with the source section", _CREATE)
         if observed.state != "file":
             return _conflict(obstacle(observed.state), resource, observed, applied)
         if markers == "ok":
@@ -251,12 +257,13 @@ class FileKind(Kind):
                     return
             ctx.fs.remove(path)
             return
+        exclusive = bool(action.payload.get("exclusive"))
         if spec.get("link") is not None:
-            ctx.fs.symlink(path, spec["link"])
+            ctx.fs.symlink(path, spec["link"], exclusive)
             return
         known = None if resource.policy == "append-local" else spec["digest"]
         data = self._new_bytes(resource, ctx.fs, path)
-        ctx.fs.write(path, data, spec.get("executable", False), digest=known)
+        ctx.fs.write(path, data, spec.get("executable", False), digest=known, exclusive=exclusive)
 
     def _new_bytes(self, resource: Resource, fs: ReadOnlyFS, path: Path | str) -> bytes:
         data = declared_bytes(resource.spec, fs)
