@@ -8,15 +8,18 @@ eight times faster than the standard library, which matters when a plan of
 The standard library takes over for what orjson cannot encode (integers
 beyond 64 bits); either way the same value always gives the same bytes.
 
-Non-finite floats have no JSON spelling; orjson writes them as null. None can
-reach a digest: profiles refuse them (kinds/config.py) and providers speak
-RFC 8259 JSON, which has none.
+Non-finite floats have no JSON spelling; orjson would write them as null.
+Profiles refuse them (kinds/config.py), and a plan body, whose encoding must
+reject them, is checked with ``non_finite`` where floats can be: in payloads
+(model.Plan.digest). Walking every value encoded here for them would cost more
+than the encoding.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 import orjson
@@ -38,6 +41,22 @@ def canonical_json(value: Any) -> bytes:
 def canonical_text(value: Any) -> str:
     """``canonical_json`` as text, for storing in a database column."""
     return canonical_json(value).decode("utf-8")
+
+
+def non_finite(value: Any) -> bool:
+    """Whether a NaN or an infinity is anywhere in ``value``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return True
+        elif kind is dict:
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+    return False
 
 
 def sha256_hex(data: bytes) -> str:

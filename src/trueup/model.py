@@ -16,8 +16,8 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
-from trueup.canonical import digest
-from trueup.errors import ExitCode
+from trueup.canonical import digest, non_finite
+from trueup.errors import ExitCode, UsageError
 
 JSONMap = Mapping[str, Any]
 
@@ -124,7 +124,13 @@ class ActionType(StrEnum):
 
     @property
     def mutates(self) -> bool:
+        """Whether the executor changes the target for it."""
         return self in _MUTATING
+
+    @property
+    def applies(self) -> bool:
+        """Whether apply runs it: it mutates, or (verify-only) checks and records the target."""
+        return self in _MUTATING or self is ActionType.VERIFY_ONLY
 
 
 _ACTION_TYPES = {t.value: t for t in ActionType}
@@ -228,12 +234,23 @@ class Plan:
 
     @cached_property
     def digest(self) -> str:
-        """The plan's identity; cached, as a big plan's body is costly to encode."""
+        """The plan's identity; cached, as a big plan's body is costly to encode.
+
+        Its canonical encoding rejects non-finite numbers, which only a
+        payload can hold (a live config value, say): JSON has no spelling for them.
+        """
+        for action in self.actions:
+            if non_finite(action.payload):
+                raise UsageError(
+                    f"resource {action.resource_id!r}: its plan holds a number that is not "
+                    "finite (NaN or an infinity), which JSON cannot spell",
+                    hint="replace that value in the target file by hand, then plan again",
+                )
         return digest(self.body())
 
     @property
     def changes(self) -> tuple[Action, ...]:
-        return tuple(a for a in self.actions if a.type.mutates)
+        return tuple(a for a in self.actions if a.type.applies)
 
     def by_type(self, kind: ActionType) -> tuple[Action, ...]:
         return tuple(a for a in self.actions if a.type is kind)
@@ -305,7 +322,7 @@ def plan_status(actions: tuple[Action, ...]) -> str:
     ``converged`` would be wrong for a plan that still has changes to apply.
     """
     outcome = outcome_of(actions)
-    if outcome is Outcome.CONVERGED and any(a.type.mutates for a in actions):
+    if outcome is Outcome.CONVERGED and any(a.type.applies for a in actions):
         return "changes-pending"
     return outcome.value
 

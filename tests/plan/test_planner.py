@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from trueup.errors import UsageError
-from trueup.model import ABSENT, ActionType, Observed, Resource, Target
+from trueup.model import ABSENT, ActionType, Applied, Observed, Resource, Target
 from trueup.plan.planner import compute_plan, topological_order
 
 TARGET = Target("profile", "p", "P", "/root")
@@ -72,3 +74,55 @@ def test_order_respects_every_edge(ids: list[str]) -> None:
     for resource in resources:
         for dep in resource.depends_on:
             assert order.index(dep) < order.index(resource.id)
+
+
+def test_a_plan_holding_a_non_finite_number_has_no_identity() -> None:
+    from trueup.errors import UsageError
+    from trueup.model import Action
+
+    live = compute_plan(TARGET, "/p.toml", "d", [file("a")], {}, {})
+    poisoned = Action("a", "config", ActionType.WRITE_CONFIG, "set", {"set": {"x": float("nan")}})
+    bad = type(live)(live.target, live.source, live.declaration, live.observed, (poisoned,))
+    with pytest.raises(UsageError, match=r"resource .a.*not finite"):
+        _ = bad.digest
+
+
+def applied_as(resource: Resource) -> dict[str, Applied]:
+    return {resource.id: Applied(resource, resource.spec["digest"], {}, "r0", "t0")}
+
+
+@pytest.mark.parametrize(
+    "moved",
+    [
+        lambda r: Resource(r.id, r.kind, r.policy, "t/elsewhere", r.spec),
+        lambda r: Resource(r.id, "config", r.policy, r.target, r.spec),
+    ],
+    ids=["target", "kind"],
+)
+def test_an_id_applied_as_another_target_or_kind_needs_a_person(moved: Any) -> None:
+    declared = file("a")
+    result = compute_plan(TARGET, "/p.toml", "d", [declared], {}, applied_as(moved(declared)))
+    (action,) = result.actions
+    assert action.type is ActionType.HUMAN_ACTION
+    assert "--overwrite a" in action.summary and "new id" in action.summary
+    assert action.payload["moved"]["to"] == "file t/a"
+
+
+def test_overwrite_takes_a_moved_id_over_without_its_old_record() -> None:
+    declared = file("a")
+    was = Resource("a", "file", "replace-if-unmodified", "t/old", declared.spec)
+    seen = {"a": Observed("file", "not-what-was-applied", {"executable": False})}
+    result = compute_plan(
+        TARGET, "/p.toml", "d", [declared], seen, applied_as(was), frozenset({"a"})
+    )
+    (action,) = result.actions
+    assert action.type is ActionType.WRITE_FILE
+    assert "t/old (applied before) is left as it is" in action.summary
+    assert action.payload["moved"] == {"from": "file t/old"}
+
+
+def test_an_unmoved_id_is_planned_against_its_record_as_before() -> None:
+    declared = file("a")
+    seen = {"a": Observed("file", declared.spec["digest"], {"executable": False})}
+    result = compute_plan(TARGET, "/p.toml", "d", [declared], seen, applied_as(declared))
+    assert [a.type for a in result.actions] == [ActionType.NO_OP]

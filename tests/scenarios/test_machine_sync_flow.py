@@ -198,3 +198,57 @@ def test_a_config_file_that_cannot_be_read_is_fixed_by_hand_not_overwritten(
     assert planned.code == 4
     assert "fix it by hand" in planned.out and "--overwrite RESOURCE" not in planned.out
     assert world.target("s.json").read_text() == "{ not json"
+
+
+MOVABLE = """
+[profile]
+id = "m"
+name = "Moved"
+
+[[resource]]
+id = "notes"
+kind = "file"
+target = "{target}"
+content = "declared\\n"
+"""
+
+
+def test_a_resource_moved_to_another_target_needs_a_person_then_overwrite(world: World) -> None:
+    root = str(world.root)
+    profile = world.write("m.toml", MOVABLE.format(target="old.txt"))
+    assert world.run("apply", str(profile), "--root", root, "--yes").code == 0
+    world.write("m.toml", MOVABLE.format(target="new.txt"))
+
+    planned = world.run("plan", str(profile), "--root", root, "--json")
+    assert planned.json["status"] == "human-action-required", planned.out
+    (action,) = planned.json["data"]["plan"]["actions"]
+    assert action["type"] == "human-action"
+    assert "--overwrite notes" in action["summary"]
+    refused = world.run("apply", str(profile), "--root", root, "--yes")
+    assert not world.target("new.txt").exists(), "nothing is written for a moved id"
+    assert "--overwrite notes" in refused.out
+
+    taken = world.run("apply", str(profile), "--root", root, "--yes", "--overwrite", "notes")
+    assert taken.code == 0, taken.out + taken.err
+    assert world.target("new.txt").read_text() == "declared\n"
+    assert world.target("old.txt").read_text() == "declared\n", "the old target is left"
+    again = world.run("plan", str(profile), "--root", root, "--json")
+    assert again.json["status"] == "converged", again.out
+
+
+def test_a_moved_resource_already_in_place_is_verified_and_recorded(world: World) -> None:
+    root = str(world.root)
+    profile = world.write("m.toml", MOVABLE.format(target="old.txt"))
+    assert world.run("apply", str(profile), "--root", root, "--yes").code == 0
+    world.write("m.toml", MOVABLE.format(target="new.txt"))
+    world.target("new.txt").write_text("declared\n")
+
+    taken = world.run(
+        "apply", str(profile), "--root", root, "--yes", "--overwrite", "notes", "--json"
+    )
+    assert taken.code == 0, taken.out + taken.err
+    (action,) = taken.json["data"]["run"]["actions"]
+    assert (action["type"], action["status"]) == ("verify-only", "succeeded")
+    assert action["evidence"]["status"] == "passed"
+    again = world.run("plan", str(profile), "--root", root, "--json")
+    assert again.json["status"] == "converged", again.out

@@ -36,7 +36,7 @@ def _live(out: Output, engine: Any, file: Path, root: Path) -> int:
         for a in plan.actions
     ]
     outcome = outcome_of(plan.actions)
-    pending = sum(1 for a in plan.actions if a.type.mutates)
+    pending = sum(1 for a in plan.actions if a.type.applies)
     if out.json_mode:
         out.envelope(outcome.value, outcome.exit_code, "", {"resources": rows, "pending": pending})
         return int(outcome.exit_code)

@@ -154,8 +154,8 @@ class Executor:
         self.store.add_actions(self.run.id, journaled, first_seq)
         reach("journal-pending")
         seqs = list(range(first_seq, first_seq + len(journaled)))
-        pending = [(s, a) for s, a in zip(seqs, journaled, strict=True) if a.type.mutates]
-        skipped = [(s, a) for s, a in zip(seqs, journaled, strict=True) if not a.type.mutates]
+        pending = [(s, a) for s, a in zip(seqs, journaled, strict=True) if a.type.applies]
+        skipped = [(s, a) for s, a in zip(seqs, journaled, strict=True) if not a.type.applies]
         with self.store.db.transaction():
             self.store.set_action_status(
                 self.run.id, [(s, "skipped", None, None, a.summary) for s, a in skipped]
@@ -230,7 +230,7 @@ class Executor:
                 self._applied_json(action.resource_id),
             )
             for seq, action in batch
-            if kinds.get(action.kind).restorable
+            if kinds.get(action.kind).restorable and action.type.mutates
         ]
         manifest = self.rollback.capture(captures, self.fs) if captures else None
         reach("rollback-flushed")
@@ -240,6 +240,8 @@ class Executor:
         self._current = list(batch)
         reach("journal-running")
         for seq, action in batch:
+            if not action.type.mutates:  # verify-only: checked and recorded below
+                continue
             learned = kinds.get(action.kind).apply(action, self._resource(action), self.ctx)
             if learned is not None:
                 self._checkpoint(seq, action, learned)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from trueup import kinds
 from trueup.errors import UsageError
 from trueup.kinds.base import Decision
-from trueup.model import ABSENT, Action, Applied, Observed, Plan, Resource, Target
+from trueup.model import ABSENT, Action, ActionType, Applied, Observed, Plan, Resource, Target
 
 
 def topological_order(resources: Iterable[Resource]) -> list[Resource]:
@@ -68,9 +69,19 @@ def compute_plan(
     actions: list[Action] = []
     for resource in ordered:
         seen = observed.get(resource.id, ABSENT)
-        decision = kinds.get(resource.kind).plan(
-            resource, seen, applied.get(resource.id), resource.id in force
-        )
+        record = applied.get(resource.id)
+        forced = resource.id in force
+        moved = record is not None and _moved(record.resource, resource)
+        if moved and not forced:
+            assert record is not None
+            decision = _moved_decision(record.resource, resource)
+        else:
+            decision = kinds.get(resource.kind).plan(
+                resource, seen, None if moved else record, forced
+            )
+            if moved:
+                assert record is not None
+                decision = _leaving(decision, record.resource)
         actions.append(_action(resource, decision, resource.depends_on))
     for rid in sorted(set(applied) - declared):
         record = applied[rid]
@@ -86,6 +97,44 @@ def compute_plan(
         actions=tuple(actions),
         force=tuple(sorted(force)),
     )
+
+
+def _moved(was: Resource, now: Resource) -> bool:
+    """A declared id now names another target or kind than the one trueup applied.
+
+    The applied record describes something else: as the third side of a
+    three-way comparison it would be wrong, and the old target is not this
+    resource's to touch any more.
+    """
+    if not kinds.get(now.kind).restorable:
+        return False  # a remote object is known by the id recorded, whatever it is called
+    return was.target != now.target or was.kind != now.kind
+
+
+def _where(resource: Resource) -> str:
+    return f"{resource.kind} {resource.target}"
+
+
+def _moved_decision(was: Resource, now: Resource) -> Decision:
+    return Decision(
+        ActionType.HUMAN_ACTION,
+        f"declared as {_where(now)}, but trueup applied this id as {_where(was)}: give the "
+        f"new declaration a new id (the old one is then removed if unmodified), or rerun "
+        f"with --overwrite {now.id} to manage {now.target} and leave {was.target} as it is",
+        {"moved": {"from": _where(was), "to": _where(now)}},
+    )
+
+
+def _leaving(decision: Decision, was: Resource) -> Decision:
+    """A moved resource taken over with --overwrite: its old target stays, unmanaged.
+
+    Already as declared, it is verified and recorded (verify-only): the old
+    record must go, or every later plan would find the id moved again.
+    """
+    note = f"{decision.summary}; {was.target} (applied before) is left as it is, unmanaged"
+    payload = {**decision.payload, "moved": {"from": _where(was)}}
+    kind = ActionType.VERIFY_ONLY if decision.type is ActionType.NO_OP else decision.type
+    return replace(decision, type=kind, summary=note, payload=payload)
 
 
 def _action(
