@@ -17,6 +17,7 @@ from trueup.fs import (
     StatCache,
     TargetAppeared,
     WritableFS,
+    racy,
     sha256_bytes,
 )
 
@@ -52,6 +53,33 @@ def test_racy_entry_is_rehashed(tmp_path: Path) -> None:
     if os.lstat(path).st_ctime_ns == st.st_ctime_ns:  # coarse clocks: only racy-ness protects us
         assert cache.lookup(str(path), os.lstat(path)) is None
     assert fs.digest_file(path) == sha256_bytes(b"bbbb")
+
+
+SECOND = 1_000_000_000
+
+
+def test_a_recent_whole_second_ctime_is_racy_as_a_coarse_clock_would_be() -> None:
+    """On whole-second file systems a rewrite with its mtime set back keeps the ctime."""
+    now = 1_700_000_000 * SECOND + 300_000_000
+    old = now - 60 * SECOND
+    coarse_recent = (now // SECOND) * SECOND
+    assert racy(old, coarse_recent, now)
+    assert not racy(old, coarse_recent + 7, now), "a nanosecond clock tells rewrites apart"
+    assert not racy(old, old, now), "a change long before the recording is safe"
+    assert racy(now - SECOND, old, now), "git's rule on the mtime holds as before"
+
+
+def test_a_stat_with_a_recent_whole_second_ctime_is_neither_kept_nor_trusted() -> None:
+    now = time.time_ns()
+    old = now - 60 * SECOND
+    coarse_recent = (now // SECOND) * SECOND
+    cache = StatCache()
+    cache.learn("/x", (4, old, 1, coarse_recent), "d", None, now)
+    assert cache.entries == {}
+    cache.entries["/x"] = ((4, old, 1, coarse_recent), "d", now)
+    assert cache.known("/x", (4, old, 1, coarse_recent)) is None
+    cache.entries["/x"] = ((4, old, 1, old), "d", now)
+    assert cache.known("/x", (4, old, 1, old)) == "d"
 
 
 def test_a_file_too_new_to_trust_is_not_recorded(tmp_path: Path) -> None:

@@ -44,6 +44,22 @@ class FileTooLargeError(UsageError):
     """A file over the configured size limit; trueup will not load it."""
 
 
+def racy(mtime_ns: int, ctime_ns: int, recorded_ns: int) -> bool:
+    """Whether a stat taken at ``recorded_ns`` could miss a later same-size rewrite.
+
+    git's rule: an mtime within the window of the recording may be shared by
+    a rewrite in the same tick. On a file system with whole-second change
+    times (FAT, some network mounts), a rewrite whose mtime was set back keeps
+    a recent ctime too, so a recent whole-second ctime is racy as well; on
+    nanosecond file systems a ctime of exactly 0 ns past a second is a one in
+    a billion chance, which costs a rehash, nothing more.
+    """
+    trusted_before = recorded_ns - RACY_WINDOW_NS
+    return mtime_ns >= trusted_before or (
+        ctime_ns % 1_000_000_000 == 0 and ctime_ns >= trusted_before
+    )
+
+
 def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
@@ -80,13 +96,13 @@ class StatCache:
         """The digest recorded for ``path`` if ``key`` is its stat and not racy."""
         hit = self.entries.get(path)
         if hit is None and self.loader is not None:
-            if key[1] >= time.time_ns() - RACY_WINDOW_NS:
+            if racy(key[1], key[3], time.time_ns()):
                 # Too new for any record to vouch for (a file just written, when
                 # verified): no need to fetch its folder's records.
                 return None
             self._load_around(path)
             hit = self.entries.get(path)
-        if hit is None or hit[0] != key or key[1] >= hit[2] - RACY_WINDOW_NS:
+        if hit is None or hit[0] != key or racy(key[1], key[3], hit[2]):
             return None
         return hit[1]
 
@@ -120,10 +136,10 @@ class StatCache:
         be ignored by every lookup until re-recorded, so storing one (10,000
         rows after a first apply) buys nothing, and racy bytes are not trusted.
         """
-        if key[1] >= now_ns - RACY_WINDOW_NS:
+        if racy(key[1], key[3], now_ns):
             return
         old = self.entries.get(path)
-        if old is None or old[0] != key or old[1] != digest or key[1] >= old[2] - RACY_WINDOW_NS:
+        if old is None or old[0] != key or old[1] != digest or racy(key[1], key[3], old[2]):
             entry = (key, digest, now_ns)
             self.entries[path] = entry
             self.dirty[path] = entry

@@ -24,7 +24,7 @@ from trueup.canonical import canonical_json, digest, sha256_hex
 from trueup.declare import plain
 from trueup.declare.files import read_document
 from trueup.errors import UsageError
-from trueup.fs import RACY_WINDOW_NS, ReadOnlyFS, stat_key
+from trueup.fs import ReadOnlyFS, racy, stat_key
 from trueup.kinds.base import Kind
 from trueup.model import Resource
 from trueup.paths import TargetError, find_overlaps, normalise_target
@@ -287,7 +287,7 @@ def _read_cache(cache: Path | None, st: os.stat_result) -> dict[str, Any] | None
         return None
     if document.get("format") != CACHE_FORMAT or document.get("stat") != list(stat_key(st)):
         return None
-    if st.st_mtime_ns >= document.get("recorded_ns", 0) - RACY_WINDOW_NS:
+    if racy(st.st_mtime_ns, st.st_ctime_ns, document.get("recorded_ns", 0)):
         return None
     validated: dict[str, Any] = document["validated"]
     return validated

@@ -33,7 +33,7 @@ from typing import Any
 
 from trueup import __version__
 from trueup.canonical import sha256_hex
-from trueup.fs import RACY_WINDOW_NS, Witness, witness_of
+from trueup.fs import Witness, racy, witness_of
 from trueup.model import Plan
 
 FORMAT = (
@@ -55,7 +55,6 @@ class Remembered:
 
     def holds(self) -> bool:
         """Whether every path still looks as it did, long enough before the recording."""
-        trusted_before = self.recorded_ns - RACY_WINDOW_NS
         for path, seen in self.witnesses.items():
             try:
                 st = os.lstat(path)
@@ -63,7 +62,11 @@ class Remembered:
                 if seen is not None:
                     return False
                 continue
-            if seen is None or witness_of(st) != seen or st.st_mtime_ns >= trusted_before:
+            if (
+                seen is None
+                or witness_of(st) != seen
+                or racy(st.st_mtime_ns, st.st_ctime_ns, self.recorded_ns)
+            ):
                 return False
         return True
 
