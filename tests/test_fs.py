@@ -291,3 +291,11 @@ def test_a_write_cut_short_leaves_no_temp_file_after_discard(tmp_path: Path) -> 
         fs.write(tmp_path / "f", "not bytes")  # type: ignore[arg-type]
     fs.discard()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_where_a_folder_must_be_created_is_a_conflict_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "d").write_bytes(b"a person's file")
+    fs = WritableFS(tag="t")
+    with pytest.raises(ConflictError, match="not a folder"):
+        fs.write(tmp_path / "d" / "e" / "f", b"declared", exclusive=True)
+    assert (tmp_path / "d").read_bytes() == b"a person's file"

@@ -1,62 +1,58 @@
-"""Canonical JSON and digests.
+"""Canonical JSON and digests, and the fast encoding of what trueup stores.
 
 A plan's identity is the sha256 of its canonical bytes, so the encoding must be
-byte-stable across runs, platforms and Python versions: sorted keys, no
-whitespace, UTF-8, shortest round-trip floats. orjson gives exactly that about
-eight times faster than the standard library, which matters when a plan of
-10,000 resources is encoded for its digest, its journal rows and its records.
-The standard library takes over for what orjson cannot encode (integers
-beyond 64 bits); either way the same value always gives the same bytes.
+byte-stable across runs, platforms and versions: sorted keys, no whitespace,
+UTF-8, Python's float spelling, and no non-finite numbers (they have no JSON
+spelling). Digests are kept (applied records, the audit chain) and compared
+with digests computed by later versions, so this encoding never changes.
 
-Non-finite floats have no JSON spelling; orjson would write them as null.
-Profiles refuse them (kinds/config.py), and a plan body, whose encoding must
-reject them, is checked with ``non_finite`` where floats can be: in payloads
-(model.Plan.digest). Walking every value encoded here for them would cost more
-than the encoding.
+``storage_json`` is for rows and files trueup reads back itself (journal,
+applied records, rollback manifests, caches), whose bytes are never compared:
+orjson writes them about eight times faster, which matters when a first apply
+of 10,000 resources stores some 40,000 small values.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from typing import Any
 
 import orjson
 
-_SORTED = orjson.OPT_SORT_KEYS
-_FALLBACK = json.JSONEncoder(
+from trueup.errors import UsageError
+
+_ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
+_SORTED = orjson.OPT_SORT_KEYS
 
 
 def canonical_json(value: Any) -> bytes:
-    """Encode ``value`` as canonical JSON bytes."""
+    """Encode ``value`` as canonical JSON bytes; NaN and infinities are refused."""
+    try:
+        return _ENCODER.encode(value).encode("utf-8")
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise
+        raise UsageError(
+            "a number that is not finite (NaN or an infinity) has no JSON spelling, so "
+            "trueup cannot identify or record it",
+            hint="replace it in the declaration or the target file by a finite number",
+        ) from None
+
+
+def storage_json(value: Any) -> bytes:
+    """Compact JSON for what trueup stores and reads back; never for an identity."""
     try:
         return orjson.dumps(value, option=_SORTED)
-    except TypeError:  # orjson.JSONEncodeError: a huge int, a non-str key...
-        return _FALLBACK.encode(value).encode("utf-8")
+    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits...
+        return canonical_json(value)
 
 
-def canonical_text(value: Any) -> str:
-    """``canonical_json`` as text, for storing in a database column."""
-    return canonical_json(value).decode("utf-8")
-
-
-def non_finite(value: Any) -> bool:
-    """Whether a NaN or an infinity is anywhere in ``value``."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is float:
-            if not math.isfinite(item):
-                return True
-        elif kind is dict:
-            stack.extend(item.values())
-        elif kind is list or kind is tuple:
-            stack.extend(item)
-    return False
+def storage_text(value: Any) -> str:
+    """``storage_json`` as text, for a database column."""
+    return storage_json(value).decode("utf-8")
 
 
 def sha256_hex(data: bytes) -> str:

@@ -387,7 +387,8 @@ class Engine:
             )
             rollback.discard()
             return RunResult(run.id, Outcome.INTERRUPTED, [], "declaration no longer exists")
-        prepared = self.prepare(source, Path(run.target.location))
+        started = self.store.last_event(run.id, "run.started") or {}
+        prepared = self.prepare(source, Path(run.target.location), started.get("force", ()))
         return self._execute(run, prepared, self.store.next_seq(run.id), progress)
 
     def abandon(self, run_id: str | None) -> RunInfo:

@@ -425,7 +425,15 @@ class WritableFS(ReadOnlyFS):
         while not os.path.isdir(current):
             missing.append(current)
             current = os.path.dirname(current)
-        os.makedirs(parent, exist_ok=True)
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            # Planned as a folder to create; something else took the place since.
+            raise ConflictError(
+                f"{parent}: something that is not a folder is where trueup must create "
+                "one; it was left as it is",
+                hint="compute the plan again and review it",
+            ) from None
         self._dirs.update(os.path.dirname(folder) for folder in missing)
         self._present.update(missing)
         self._fresh.update(missing)
@@ -576,7 +584,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
-_NOREPLACE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP}
+# EPERM: some seccomp sandboxes answer an unknown system call with it.
+_NOREPLACE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM}
 
 
 def _rename_exclusive(temp: str, final: str) -> None:

@@ -16,8 +16,8 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
-from trueup.canonical import digest, non_finite
-from trueup.errors import ExitCode, UsageError
+from trueup.canonical import digest
+from trueup.errors import ExitCode
 
 JSONMap = Mapping[str, Any]
 
@@ -234,18 +234,7 @@ class Plan:
 
     @cached_property
     def digest(self) -> str:
-        """The plan's identity; cached, as a big plan's body is costly to encode.
-
-        Its canonical encoding rejects non-finite numbers, which only a
-        payload can hold (a live config value, say): JSON has no spelling for them.
-        """
-        for action in self.actions:
-            if non_finite(action.payload):
-                raise UsageError(
-                    f"resource {action.resource_id!r}: its plan holds a number that is not "
-                    "finite (NaN or an infinity), which JSON cannot spell",
-                    hint="replace that value in the target file by hand, then plan again",
-                )
+        """The plan's identity; cached, as a big plan's body is costly to encode."""
         return digest(self.body())
 
     @property

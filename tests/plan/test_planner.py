@@ -83,7 +83,7 @@ def test_a_plan_holding_a_non_finite_number_has_no_identity() -> None:
     live = compute_plan(TARGET, "/p.toml", "d", [file("a")], {}, {})
     poisoned = Action("a", "config", ActionType.WRITE_CONFIG, "set", {"set": {"x": float("nan")}})
     bad = type(live)(live.target, live.source, live.declaration, live.observed, (poisoned,))
-    with pytest.raises(UsageError, match=r"resource .a.*not finite"):
+    with pytest.raises(UsageError, match="not finite"):
         _ = bad.digest
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 
-from world import World
+from world import TRUEUP, World
 
 PROFILE = """
 [profile]
@@ -252,3 +254,116 @@ def test_a_moved_resource_already_in_place_is_verified_and_recorded(world: World
     assert action["evidence"]["status"] == "passed"
     again = world.run("plan", str(profile), "--root", root, "--json")
     assert again.json["status"] == "converged", again.out
+
+
+def test_a_live_config_value_that_is_not_a_number_is_named_not_taken_for_null(
+    world: World,
+) -> None:
+    root = str(world.root)
+    profile = world.write(
+        "n.json",
+        '{"profile": {"id": "n", "name": "N"}, "resource": [{"id": "s", "kind": "config",'
+        ' "target": "s.yaml", "keys": {"limit": null, "a": 1}}]}',
+    )
+    assert world.run("apply", str(profile), "--root", root, "--yes").code == 0
+    world.target("s.yaml").write_text("a: 1\nlimit: .nan\n")
+    planned = world.run("plan", str(profile), "--root", root)
+    assert planned.code == 2, planned.out + planned.err
+    assert "resource 's'" in planned.err and "not finite" in planned.err
+    assert "Traceback" not in planned.err
+
+
+MOVED_AND_FAILING = """
+[profile]
+id = "m"
+name = "Moved"
+
+[[resource]]
+id = "a-notes"
+kind = "file"
+target = "{target}"
+content = "declared\\n"
+
+[[resource]]
+id = "b-other"
+kind = "file"
+target = "b.txt"
+content = "b\\n"
+{verify}
+"""
+
+
+def _moved_in_place(world: World, verify: str) -> Path:
+    root = str(world.root)
+    profile = world.write("m.toml", MOVED_AND_FAILING.format(target="old.txt", verify=""))
+    world.run("apply", str(profile), "--root", root, "--yes")
+    world.target("b.txt").unlink()
+    world.write("m.toml", MOVED_AND_FAILING.format(target="new.txt", verify=verify))
+    world.target("new.txt").write_text("declared\n")
+    return profile
+
+
+def test_a_failed_run_puts_back_the_record_a_verify_only_action_replaced(world: World) -> None:
+    profile = _moved_in_place(world, 'verify = { command = ["sh", "-c", "exit 3"] }')
+    root = str(world.root)
+    failed = world.run("apply", str(profile), "--root", root, "--yes", "--overwrite", "a-notes")
+    assert failed.code == 7, failed.out + failed.err
+    assert "internal error" not in failed.out + failed.err
+    assert not world.target("b.txt").exists()
+    again = world.run("plan", str(profile), "--root", root, "--json")
+    moved = [a for a in again.json["data"]["plan"]["actions"] if a["resource"] == "a-notes"]
+    assert moved[0]["type"] == "human-action", "the old record (old.txt) is back"
+
+
+def test_a_crash_after_a_verify_only_action_is_recovered(world: World) -> None:
+    profile = _moved_in_place(world, "")
+    root = str(world.root)
+    crashed = world.run(
+        "apply",
+        str(profile),
+        "--root",
+        root,
+        "--yes",
+        "--overwrite",
+        "a-notes",
+        env={"TRUEUP_CRASH_AT": "mutated"},
+    )
+    assert crashed.code != 0
+    recovered = world.run("recover", "--json")
+    assert recovered.code == 0, recovered.out + recovered.err
+    assert world.target("b.txt").read_text() == "b\n"
+    assert world.target("new.txt").read_text() == "declared\n"
+
+
+def test_a_file_appearing_mid_apply_with_the_declared_bytes_is_still_left_alone(
+    world: World,
+) -> None:
+    """Between staging and the rename a person writes exactly what trueup would: still theirs."""
+    root = str(world.root)
+    profile = world.write("m.toml", MOVABLE.format(target="d/notes.txt"))
+    env = world.env({"TRUEUP_CRASH_AT": "temp-written:1:SIGSTOP"})
+    proc = subprocess.Popen(
+        [TRUEUP, "apply", str(profile), "--root", root, "--yes"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _stopped(proc.pid):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        world.target("d/notes.txt").write_text("declared\n")
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 7, out + err
+    assert "'notes' changed after the plan was computed" in out + err
+    assert world.target("d/notes.txt").read_text() == "declared\n", "the person's file stays"
+
+
+def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0] == "T"

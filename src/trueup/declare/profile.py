@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trueup import __version__, kinds
-from trueup.canonical import canonical_json, digest, sha256_hex
+from trueup.canonical import digest, sha256_hex, storage_json
 from trueup.declare import plain
 from trueup.declare.files import read_document
 from trueup.errors import UsageError
@@ -308,7 +308,7 @@ def _write_cache(cache: Path | None, st: os.stat_result, validated: dict[str, An
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
-        tmp.write_bytes(canonical_json(document))
+        tmp.write_bytes(storage_json(document))
         os.replace(tmp, cache)
     except OSError:
         pass

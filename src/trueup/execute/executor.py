@@ -223,14 +223,18 @@ class Executor:
     def _batch(self, batch: Sequence[tuple[int, Action]]) -> None:
         for _, action in batch:
             self._unmoved(action)
+        # A verify-only action touches no path but replaces its applied record:
+        # its capture keeps the record a restore puts back.
         captures = [
             Capture(
                 seq,
-                kinds.get(action.kind).touches(action, self._resource(action), self.read_ctx),
+                kinds.get(action.kind).touches(action, self._resource(action), self.read_ctx)
+                if action.type.mutates
+                else [],
                 self._applied_json(action.resource_id),
             )
             for seq, action in batch
-            if kinds.get(action.kind).restorable and action.type.mutates
+            if kinds.get(action.kind).restorable
         ]
         manifest = self.rollback.capture(captures, self.fs) if captures else None
         reach("rollback-flushed")
@@ -248,7 +252,7 @@ class Executor:
         if manifest is not None:
             self.rollback.note_written(manifest, self.fs.outcomes())
             reach("outcomes-noted")
-        self._commit(captures)
+        self._commit(captures, manifest)
         reach("mutated")
         done: list[tuple[int, Action, Evidence]] = []
         for seq, action in batch:
@@ -269,10 +273,16 @@ class Executor:
         if self.progress:
             self.progress(len(batch))
 
-    def _commit(self, captures: Sequence[Capture]) -> None:
+    def _commit(self, captures: Sequence[Capture], manifest: str | None) -> None:
         try:
             self.fs.commit()
         except TargetAppeared as appeared:
+            if manifest is not None:
+                # Not ours, even if it holds what we would have written: the
+                # restore that follows must leave it alone.
+                outcomes = self.fs.outcomes()
+                outcomes.pop(appeared.path, None)
+                self.rollback.note_written(manifest, outcomes)
             touched = {c.seq for c in captures if appeared.path in c.paths}
             rid = next((a.resource_id for seq, a in self._current if seq in touched), None)
             if rid is None:

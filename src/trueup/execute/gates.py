@@ -34,7 +34,7 @@ class StalePlan(ConflictError):
 def acquire(store: Store, target: Target, plan: Plan, actor: str) -> RunInfo:
     """Take the target's lock (a run row), or refuse naming whoever holds it."""
     try:
-        return store.start_run(target, plan.digest, plan.source, actor)
+        return store.start_run(target, plan.digest, plan.source, actor, plan.force)
     except RunLocked as locked:
         raise locked_error(locked.holder, target) from None
 

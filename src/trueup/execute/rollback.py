@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trueup.canonical import canonical_json
+from trueup.canonical import storage_json
 from trueup.fs import (
     ABSENT_OUTCOME,
     TEMP_MARK,
@@ -73,7 +73,7 @@ class RollbackStore:
             }
         name = f"batch-{items[0].seq}.json" if items else "batch-empty.json"
         target = self.base / name
-        target.write_bytes(canonical_json(manifest))
+        target.write_bytes(storage_json(manifest))
         sync_paths([*written, str(target)], [str(blobs), str(self.base)])
         return name
 
@@ -124,7 +124,7 @@ class RollbackStore:
         changed by somebody after the run stopped: it is left alone.
         """
         target = self.base / _written_name(manifest)
-        target.write_bytes(canonical_json(outcomes))
+        target.write_bytes(storage_json(outcomes))
         sync_paths([str(target)], [str(self.base)])
 
     def restore(self, ref: str, fs: WritableFS) -> tuple[dict[str, Any] | None, list[str]]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from trueup.canonical import canonical_text
+from trueup.canonical import storage_text
 from trueup.fs import CacheEntry, StatCache
 from trueup.model import Action, Applied, Resource, Target
 from trueup.state.db import Database, UniqueViolation
@@ -36,7 +36,7 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
 
 
-_dumps = canonical_text
+_dumps = storage_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,9 +252,18 @@ class Store:
 
     # -- runs and the lock --------------------------------------------------
     def start_run(
-        self, target: Target, plan_digest: str, declaration: str | None, actor: str
+        self,
+        target: Target,
+        plan_digest: str,
+        declaration: str | None,
+        actor: str,
+        force: Sequence[str] = (),
     ) -> RunInfo:
-        """Insert the run row, which is the lock; raises ``RunLocked`` if held."""
+        """Insert the run row, which is the lock; raises ``RunLocked`` if held.
+
+        ``force`` (the ids given to --overwrite) is kept with the start, so a
+        recovery plans the rest of the run as the person asked.
+        """
         run_id = new_run_id()
         params = {
             "id": run_id,
@@ -275,7 +284,10 @@ class Store:
                     ":declaration, :host, :pid, :actor, :at)",
                     params,
                 )
-                self._event(run_id, "run.started", {"plan": plan_digest})
+                started: dict[str, Any] = {"plan": plan_digest}
+                if force:
+                    started["force"] = list(force)
+                self._event(run_id, "run.started", started)
         except UniqueViolation as exc:
             if exc.constraint not in (None, LOCK_INDEX):
                 raise
