@@ -144,6 +144,11 @@ _MUTATING = frozenset(
 )
 
 
+# The payload key of a dropped id's removal whose target a new id declares now
+# (a renamed resource): executing it only forgets the old id's record.
+HANDED_OVER = "handed_over"
+
+
 @dataclass(frozen=True, slots=True)
 class Action:
     """One step of a plan for one resource.
@@ -160,6 +165,11 @@ class Action:
     before: tuple[str, ...] = ()
     destroys: bool = False
     migrates: bool = False
+
+    @property
+    def changes_target(self) -> bool:
+        """Whether executing it changes the target (a handed-over removal only forgets)."""
+        return self.type.mutates and HANDED_OVER not in self.payload
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from world import TRUEUP, World
 
 PROFILE = """
@@ -367,3 +368,50 @@ def test_a_file_appearing_mid_apply_with_the_declared_bytes_is_still_left_alone(
 def _stopped(pid: int) -> bool:
     with open(f"/proc/{pid}/stat") as handle:
         return handle.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+RENAMED = """
+[profile]
+id = "r"
+name = "Renamed"
+
+[[resource]]
+id = "{rid}"
+kind = "file"
+target = "a.txt"
+content = "{content}\\n"
+policy = "replace-if-unmodified"
+
+[[resource]]
+id = "{skill}"
+kind = "skill"
+target = "skills/review"
+source = "skills/review"
+"""
+
+
+@pytest.mark.parametrize("content", ["v1", "v2"], ids=["same content", "new content"])
+def test_a_renamed_id_takes_its_target_over_and_never_deletes_it(
+    world: World, content: str
+) -> None:
+    root = str(world.root)
+    world.write("skills/review/SKILL.md", "review\n")
+    profile = world.write("r.toml", RENAMED.format(rid="old", content="v1", skill="s-old"))
+    assert world.run("apply", str(profile), "--root", root, "--yes").code == 0
+    world.write("r.toml", RENAMED.format(rid="new", content=content, skill="s-new"))
+
+    planned = world.run("plan", str(profile), "--root", root, "--json")
+    kinds_of = {a["resource"]: a["type"] for a in planned.json["data"]["plan"]["actions"]}
+    assert kinds_of["old"] == kinds_of["s-old"] == "remove-resource"
+    assert kinds_of["new"] == ("verify-only" if content == "v1" else "write-file")
+    applied = world.run("apply", str(profile), "--root", root, "--yes")
+    assert applied.code == 0, applied.out + applied.err
+    assert world.target("a.txt").read_text() == f"{content}\n"
+    assert world.target("skills/review/SKILL.md").read_text() == "review\n"
+    again = world.run("plan", str(profile), "--root", root, "--json")
+    assert again.json["status"] == "converged", again.out
+
+    world.write("r.toml", '[profile]\nid = "r"\nname = "Renamed"\n')
+    dropped = world.run("apply", str(profile), "--root", root, "--yes")
+    assert dropped.code == 0, dropped.out + dropped.err
+    assert not world.target("a.txt").exists(), "the new id owns it: dropping it removes it"

@@ -40,6 +40,7 @@ from trueup.execute.verification import verify_command
 from trueup.fs import TargetAppeared, WritableFS
 from trueup.kinds.base import ApplyContext, ObserveContext
 from trueup.model import (
+    HANDED_OVER,
     Action,
     ActionType,
     Applied,
@@ -223,13 +224,13 @@ class Executor:
     def _batch(self, batch: Sequence[tuple[int, Action]]) -> None:
         for _, action in batch:
             self._unmoved(action)
-        # A verify-only action touches no path but replaces its applied record:
-        # its capture keeps the record a restore puts back.
+        # A verify-only or handed-over action touches no path but replaces its
+        # applied record: its capture keeps the record a restore puts back.
         captures = [
             Capture(
                 seq,
                 kinds.get(action.kind).touches(action, self._resource(action), self.read_ctx)
-                if action.type.mutates
+                if action.changes_target
                 else [],
                 self._applied_json(action.resource_id),
             )
@@ -244,7 +245,7 @@ class Executor:
         self._current = list(batch)
         reach("journal-running")
         for seq, action in batch:
-            if not action.type.mutates:  # verify-only: checked and recorded below
+            if not action.changes_target:  # checked and recorded below
                 continue
             learned = kinds.get(action.kind).apply(action, self._resource(action), self.ctx)
             if learned is not None:
@@ -257,6 +258,9 @@ class Executor:
         done: list[tuple[int, Action, Evidence]] = []
         for seq, action in batch:
             resource = self._resource(action)
+            if HANDED_OVER in action.payload:  # nothing to see: the target is another id's
+                done.append((seq, action, Evidence("passed", "handed over", None)))
+                continue
             evidence = kinds.get(action.kind).verify(action, resource, self.read_ctx)
             if evidence.passed and action.type is not ActionType.REMOVE_RESOURCE:
                 evidence = verify_command(resource, self.ctx.root) or evidence

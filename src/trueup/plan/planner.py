@@ -14,7 +14,17 @@ from dataclasses import replace
 from trueup import kinds
 from trueup.errors import UsageError
 from trueup.kinds.base import Decision
-from trueup.model import ABSENT, Action, ActionType, Applied, Observed, Plan, Resource, Target
+from trueup.model import (
+    ABSENT,
+    HANDED_OVER,
+    Action,
+    ActionType,
+    Applied,
+    Observed,
+    Plan,
+    Resource,
+    Target,
+)
 
 
 def topological_order(resources: Iterable[Resource]) -> list[Resource]:
@@ -66,6 +76,11 @@ def compute_plan(
     """Decide one action per declared resource, then one per dropped resource."""
     ordered = topological_order(resources)
     declared = {r.id for r in ordered}
+    heirs = _heirs(
+        [r for r in ordered if r.id not in applied],
+        {rid: applied[rid] for rid in sorted(set(applied) - declared)},
+    )
+    inherited = {heir: applied[rid] for rid, heir in heirs.items()}
     actions: list[Action] = []
     for resource in ordered:
         seen = observed.get(resource.id, ABSENT)
@@ -75,19 +90,38 @@ def compute_plan(
         if moved and not forced:
             assert record is not None
             decision = _moved_decision(record.resource, resource)
+        elif resource.id in inherited:
+            was = inherited[resource.id].resource
+            decision = _recorded(
+                kinds.get(resource.kind).plan(resource, seen, inherited[resource.id], forced),
+                f"taken over from {was.id!r}",
+            )
         else:
             decision = kinds.get(resource.kind).plan(
                 resource, seen, None if moved else record, forced
             )
             if moved:
                 assert record is not None
-                decision = _leaving(decision, record.resource)
+                decision = _recorded(
+                    decision, f"{record.resource.target} (applied before) is left as it is"
+                )
+                decision = replace(
+                    decision,
+                    payload={**decision.payload, "moved": {"from": _where(record.resource)}},
+                )
         actions.append(_action(resource, decision, resource.depends_on))
     for rid in sorted(set(applied) - declared):
         record = applied[rid]
-        decision = kinds.get(record.resource.kind).plan(
-            None, observed.get(rid, ABSENT), record, rid in force
-        )
+        if rid in heirs:
+            decision = Decision(
+                ActionType.REMOVE_RESOURCE,
+                f"forget: {record.resource.target} is declared as {heirs[rid]!r} now",
+                {HANDED_OVER: heirs[rid]},
+            )
+        else:
+            decision = kinds.get(record.resource.kind).plan(
+                None, observed.get(rid, ABSENT), record, rid in force
+            )
         actions.append(_action(record.resource, decision, (), dropped=True))
     return Plan(
         target=target,
@@ -125,16 +159,32 @@ def _moved_decision(was: Resource, now: Resource) -> Decision:
     )
 
 
-def _leaving(decision: Decision, was: Resource) -> Decision:
-    """A moved resource taken over with --overwrite: its old target stays, unmanaged.
+def _heirs(new: Iterable[Resource], dropped: Mapping[str, Applied]) -> dict[str, str]:
+    """Dropped ids whose target and kind a new id (one without a record) declares now.
 
-    Already as declared, it is verified and recorded (verify-only): the old
-    record must go, or every later plan would find the id moved again.
+    Removing the old id's target would delete what the new one declares; the
+    new id takes the old record over instead (its three-way comparison is
+    against what trueup wrote) and the old id is only forgotten.
     """
-    note = f"{decision.summary}; {was.target} (applied before) is left as it is, unmanaged"
-    payload = {**decision.payload, "moved": {"from": _where(was)}}
+    by_place = {(r.target, r.kind): r.id for r in new if kinds.get(r.kind).restorable}
+    taken: set[str] = set()
+    heirs = {}
+    for rid, record in dropped.items():
+        heir = by_place.get((record.resource.target, record.resource.kind))
+        if heir is not None and heir not in taken:
+            heirs[rid] = heir
+            taken.add(heir)
+    return heirs
+
+
+def _recorded(decision: Decision, note: str) -> Decision:
+    """A decision about a record made under another target or id, noted in its summary.
+
+    Already as declared, it is verified and recorded (verify-only): the
+    record must be rewritten, or every later plan would meet the old one again.
+    """
     kind = ActionType.VERIFY_ONLY if decision.type is ActionType.NO_OP else decision.type
-    return replace(decision, type=kind, summary=note, payload=payload)
+    return replace(decision, type=kind, summary=f"{decision.summary}; {note}")
 
 
 def _action(
