@@ -415,3 +415,21 @@ def test_a_renamed_id_takes_its_target_over_and_never_deletes_it(
     dropped = world.run("apply", str(profile), "--root", root, "--yes")
     assert dropped.code == 0, dropped.out + dropped.err
     assert not world.target("a.txt").exists(), "the new id owns it: dropping it removes it"
+
+
+def test_a_live_value_a_config_key_replaces_is_never_stored(world: World) -> None:
+    """It may be a credential: the plan file and the state store hold declared values only."""
+    root = str(world.root)
+    profile = world.write(
+        "c.toml",
+        '[profile]\nid = "c"\nname = "C"\n[[resource]]\nid = "t"\nkind = "config"\n'
+        'target = "c.toml"\nkeys = { "api.key" = "placeholder" }\n',
+    )
+    world.target("c.toml").write_text('[api]\nkey = "sk-live-SECRET-4242"\n')
+    saved = world.base / "plan.json"
+    assert world.run("plan", str(profile), "--root", root, "-o", str(saved)).code == 0
+    assert world.run("apply", str(profile), "--root", root, "--yes").code == 0
+    assert b"sk-live-SECRET-4242" not in saved.read_bytes()
+    for stored in world.data.rglob("*"):
+        if stored.is_file():
+            assert b"sk-live-SECRET-4242" not in stored.read_bytes(), stored

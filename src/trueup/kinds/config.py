@@ -298,7 +298,6 @@ class ConfigKind(Kind):
             "set": changes,
             "unset": unset,
             "replace": replace,
-            "before": {k: live[k] for k in changes if k in live},
         }
         if resource is None:
             note = f"; left changed key(s) {', '.join(kept)}" if kept else ""
