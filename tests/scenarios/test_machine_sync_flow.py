@@ -365,6 +365,38 @@ def test_a_file_appearing_mid_apply_with_the_declared_bytes_is_still_left_alone(
     assert world.target("d/notes.txt").read_text() == "declared\n", "the person's file stays"
 
 
+@pytest.mark.parametrize("kind", ["skill", "directory"])
+def test_a_file_appearing_in_a_folder_mid_apply_is_left_alone(world: World, kind: str) -> None:
+    root = str(world.root)
+    world.write("src/one.txt", "one\n")
+    world.write("src/two.txt", "two\n")
+    profile = world.write(
+        "s.toml",
+        f'[profile]\nid = "s"\nname = "S"\n[[resource]]\nid = "s"\nkind = "{kind}"\n'
+        'target = "sk"\nsource = "src"\n',
+    )
+    proc = subprocess.Popen(
+        [TRUEUP, "apply", str(profile), "--root", root, "--yes"],
+        env=world.env({"TRUEUP_CRASH_AT": "temp-written:1:SIGSTOP"}),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _stopped(proc.pid):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        world.target("sk/two.txt").write_text("USER DATA\n")
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 7, out + err
+    assert world.target("sk/two.txt").read_text() == "USER DATA\n"
+    assert not world.target("sk/one.txt").exists(), "the run is one transaction"
+
+
 def _stopped(pid: int) -> bool:
     with open(f"/proc/{pid}/stat") as handle:
         return handle.read().rsplit(")", 1)[1].split()[0] == "T"

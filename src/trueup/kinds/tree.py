@@ -74,9 +74,14 @@ def observe_tree(resource: Resource, ctx: ObserveContext, managed_only: bool) ->
 
 
 def changes(desired: Tree, live: Tree, removable: Iterable[str]) -> dict[str, list[str]]:
+    """Files to write and to remove; ``update`` names the writes that replace a live file.
+
+    Every other write is an exclusive create (fs.WritableFS.write): a file
+    that appears there after the plan is never replaced.
+    """
     write = sorted(rel for rel, entry in desired.items() if live.get(rel) != entry)
     remove = sorted(rel for rel in removable if rel in live and rel not in desired)
-    return {"write": write, "remove": remove}
+    return {"write": write, "remove": remove, "update": [rel for rel in write if rel in live]}
 
 
 def owned_unmodified(applied: Applied, live: Tree) -> list[str]:
@@ -217,13 +222,16 @@ class TreeKind(Kind):
         source = resource.spec.get("source", "")
         desired: Tree = resource.spec.get("files", {})
         join, fs = os.path.join, ctx.fs
+        replaced = set(action.payload.get("update", ()))
         for rel in action.payload.get("write", []):
             entry = desired[rel]
             if entry[0] == "link":
-                fs.symlink(join(base, rel), entry[1])
+                fs.symlink(join(base, rel), entry[1], rel not in replaced)
                 continue
             data = fs.read_expected(join(source, rel), entry[1])
-            fs.write(join(base, rel), data, entry[2], digest=entry[1])
+            fs.write(
+                join(base, rel), data, entry[2], digest=entry[1], exclusive=rel not in replaced
+            )
         for rel in action.payload.get("remove", []):
             fs.remove(join(base, rel), prune_up_to=base)
 
