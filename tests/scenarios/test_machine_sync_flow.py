@@ -465,3 +465,21 @@ def test_a_live_value_a_config_key_replaces_is_never_stored(world: World) -> Non
     for stored in world.data.rglob("*"):
         if stored.is_file():
             assert b"sk-live-SECRET-4242" not in stored.read_bytes(), stored
+
+
+def test_a_verification_command_s_output_is_never_kept(world: World) -> None:
+    root = str(world.root)
+    profile = world.write(
+        "v.toml",
+        '[profile]\nid = "v"\nname = "V"\n[[resource]]\nid = "f"\nkind = "file"\n'
+        'target = "f.txt"\ncontent = "x"\n'
+        # prints "private-line", which the command line itself does not spell
+        'verify = { command = ["sh", "-c", "printf \'priv%s\\\\n\' ate-line; exit 3"] }\n',
+    )
+    failed = world.run("apply", str(profile), "--root", root, "--yes")
+    assert failed.code == 7, failed.out + failed.err
+    assert "exited 3" in failed.out + failed.err
+    assert "private-line" not in failed.out + failed.err
+    for stored in world.data.rglob("*"):
+        if stored.is_file():
+            assert b"private-line" not in stored.read_bytes(), stored

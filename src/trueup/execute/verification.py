@@ -1,18 +1,20 @@
 """Command verification: a declared command must exit 0 after a change.
 
-The command's output is never stored (it could hold anything); only its exit
-code, and a capped, redacted excerpt for the failure message.
+The command's output is never read, kept or stored: it could hold anything
+(a token a health check prints, a megabyte of logs), and the run's message,
+its journal and the audit log outlive the run. Only the exit code counts; a
+failure names the command so a person can run it and read its output.
 """
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
 from trueup.model import Evidence, Resource
 from trueup.redact import redact_message
 
-MAX_OUTPUT = 1024 * 1024
 DEFAULT_TIMEOUT = 600
 
 
@@ -24,17 +26,27 @@ def verify_command(resource: Resource, root: Path) -> Evidence | None:
         return None
     timeout = int(spec.get("timeout", DEFAULT_TIMEOUT))
     try:
-        done = subprocess.run(command, cwd=root, capture_output=True, timeout=timeout, check=False)
+        done = subprocess.run(
+            command,
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return Evidence("failed", "command", message=f"verification timed out after {timeout}s")
     except OSError as exc:
         return Evidence("failed", "command", message=f"verification could not start: {exc}")
     if done.returncode == 0:
         return Evidence("passed", "command", exit_code=0)
-    excerpt = (done.stderr or done.stdout)[:MAX_OUTPUT].decode("utf-8", "replace").strip()
     return Evidence(
         "failed",
         "command",
         exit_code=done.returncode,
-        message=redact_message(f"verification command exited {done.returncode}: {excerpt[:300]}"),
+        message=redact_message(
+            f"verification command exited {done.returncode} (its output is not kept; "
+            f"run it in {root} to see it: {shlex.join(command)})"
+        ),
     )
