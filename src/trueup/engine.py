@@ -422,11 +422,30 @@ class Engine:
     # -- saved plans --------------------------------------------------------
     @staticmethod
     def save_plan(plan: Plan, path: Path) -> None:
+        """Write a saved plan, atomically; never over a file that is not one.
+
+        A mistyped ``-o`` must not replace the profile, one of its sources or
+        anything else that happens to be there.
+        """
+        if path.is_dir():
+            raise UsageError(f"-o {path}: is a folder", hint="name a file, e.g. -o plan.json")
+        if path.exists() and not is_saved_plan(path):
+            raise UsageError(
+                f"-o {path}: refusing to overwrite a file that is not a trueup saved plan",
+                hint="name a new file, e.g. -o plan.json",
+            )
         document = {"schema": SAVED_PLAN_SCHEMA, "digest": plan.digest, "plan": plan.body()}
         data = json.dumps(document, indent=2, sort_keys=True).encode()
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise UsageError(
+                f"-o {path}: cannot write the plan there: {exc.strerror or exc}",
+                hint="name a file in a folder that exists and that you can write to",
+            ) from None
 
     @staticmethod
     def load_saved_plan(path: Path) -> Plan:

@@ -483,3 +483,21 @@ def test_a_verification_command_s_output_is_never_kept(world: World) -> None:
     for stored in world.data.rglob("*"):
         if stored.is_file():
             assert b"private-line" not in stored.read_bytes(), stored
+
+
+def test_a_mistyped_plan_output_is_refused_and_loses_nothing(world: World) -> None:
+    root = str(world.root)
+    profile = world.write("m.toml", MOVABLE.format(target="a.txt"))
+    text = profile.read_text()
+    (world.base / "folder").mkdir()
+    for out in ("nodir/plan.json", "folder", str(profile)):
+        refused = world.run("plan", str(profile), "--root", root, "-o", out)
+        assert refused.code == 2, (out, refused.out, refused.err)
+        assert "Traceback" not in refused.err and "internal error" not in refused.err
+        assert "-o" in refused.err
+    assert profile.read_text() == text
+    assert sorted(p.name for p in world.base.iterdir() if ".tmp-" in p.name) == []
+    assert list((world.base / "folder").iterdir()) == []
+    saved = world.base / "plan.json"
+    for _ in range(2):  # a saved plan may be saved over
+        assert world.run("plan", str(profile), "--root", root, "-o", str(saved)).code == 0
