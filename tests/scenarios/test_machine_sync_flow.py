@@ -501,3 +501,23 @@ def test_a_mistyped_plan_output_is_refused_and_loses_nothing(world: World) -> No
     saved = world.base / "plan.json"
     for _ in range(2):  # a saved plan may be saved over
         assert world.run("plan", str(profile), "--root", root, "-o", str(saved)).code == 0
+
+
+@pytest.mark.parametrize("kind", ["file", "directory", "skill"])
+def test_something_in_the_way_needs_a_person_not_overwrite(world: World, kind: str) -> None:
+    root = str(world.root)
+    world.write("src/one.txt", "one\n")
+    body = 'content = "x"' if kind == "file" else 'source = "src"'
+    profile = world.write(
+        "w.toml",
+        f'[profile]\nid = "w"\nname = "W"\n[[resource]]\nid = "w"\nkind = "{kind}"\n'
+        f'target = "thing"\n{body}\n',
+    )
+    if kind == "file":
+        world.target("thing").mkdir()
+    else:
+        world.target("thing").write_text("a file where the folder goes\n")
+    planned = world.run("plan", str(profile), "--root", root)
+    assert planned.code == 4, planned.out + planned.err
+    assert "fix it by hand" in planned.out
+    assert "rerun with --overwrite" not in planned.out

@@ -50,10 +50,17 @@ class ApplyContext(ObserveContext):
     fs: WritableFS
 
 
+# The payload of drift that --overwrite cannot take over (something in the way,
+# a value trueup cannot edit): a person fixes it by hand, then plans again.
+BY_HAND: Mapping[str, Any] = {"by_hand": True}
+
+
 def obstacle(state: str) -> str:
     """Why an observed ``state`` stops a write, in words."""
     if state == "blocked":
         return "a file stands where a folder above the target should be"
+    if state == "special":
+        return "a pipe, socket or device (not a file, link or folder) is in the way"
     return f"a {state} is in the way"
 
 

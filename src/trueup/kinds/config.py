@@ -20,6 +20,7 @@ from trueup.declare.plain import REQUIRED, checked, is_str_list
 from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS
 from trueup.kinds.base import (
+    BY_HAND,
     ApplyContext,
     Decision,
     Kind,
@@ -418,7 +419,7 @@ def _drift(
     return Decision(
         ActionType.DRIFT_CONFLICT,
         f"drift: {why}; left exactly as it is",
-        {"by_hand": True} if by_hand else {},
+        BY_HAND if by_hand else {},
         drift={
             "observed": observed.digest,
             "applied": applied.digest if applied else None,

@@ -10,7 +10,7 @@ is a true mirror.
 from __future__ import annotations
 
 from trueup.kinds import tree
-from trueup.kinds.base import Decision, ObserveContext
+from trueup.kinds.base import BY_HAND, Decision, ObserveContext
 from trueup.model import ActionType, Applied, Observed, Resource
 
 
@@ -36,6 +36,7 @@ class DirectoryKind(tree.TreeKind):
             return Decision(
                 ActionType.DRIFT_CONFLICT,
                 f"drift: {blocked}; left exactly as it is",
+                BY_HAND,
                 drift={"observed": observed.digest, "applied": None, "desired": None},
             )
         live = observed.detail.get("files", {})

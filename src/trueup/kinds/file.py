@@ -16,6 +16,7 @@ from trueup.canonical import sha256_hex
 from trueup.declare.plain import checked, is_bool, is_optional_str
 from trueup.fs import ReadOnlyFS
 from trueup.kinds.base import (
+    BY_HAND,
     ApplyContext,
     Decision,
     Kind,
@@ -185,7 +186,7 @@ class FileKind(Kind):
         if self._matches(resource, observed):
             return Decision(ActionType.NO_OP, "up to date")
         if observed.state in ("directory", "special", "blocked"):
-            return _conflict(obstacle(observed.state), resource, observed, applied)
+            return _conflict(obstacle(observed.state), resource, observed, applied, BY_HAND)
         if observed.state == "absent":
             return Decision(ActionType.WRITE_FILE, f"create {_shape(resource)}", _CREATE)
         if resource.policy == "replace" or force:
@@ -205,7 +206,7 @@ class FileKind(Kind):
         if observed.state == "absent":
             return Decision(ActionType.WRITE_FILE, "create with the source section", _CREATE)
         if observed.state != "file":
-            return _conflict(obstacle(observed.state), resource, observed, applied)
+            return _conflict(obstacle(observed.state), resource, observed, applied, BY_HAND)
         if markers == "ok":
             executable = resource.spec.get("executable", False)
             if observed.digest == desired and observed.detail.get("executable") != executable:
@@ -319,12 +320,17 @@ def _shape(resource: Resource) -> str:
 
 
 def _conflict(
-    why: str, resource: Resource, observed: Observed, applied: Applied | None
+    why: str,
+    resource: Resource,
+    observed: Observed,
+    applied: Applied | None,
+    payload: Mapping[str, Any] | None = None,
 ) -> Decision:
     desired = resource.spec.get("section_digest") or resource.spec.get("digest")
     return Decision(
         ActionType.DRIFT_CONFLICT,
         f"drift: {why}; left exactly as it is",
+        payload or {},
         drift={
             "observed": observed.digest,
             "applied": applied.digest if applied else None,

@@ -8,7 +8,7 @@ conflict and stays exactly as it is until someone decides.
 from __future__ import annotations
 
 from trueup.kinds import tree
-from trueup.kinds.base import Decision, ObserveContext
+from trueup.kinds.base import BY_HAND, Decision, ObserveContext
 from trueup.model import ActionType, Applied, Observed, Resource
 
 
@@ -45,6 +45,7 @@ class SkillKind(tree.TreeKind):
             return Decision(
                 ActionType.DRIFT_CONFLICT,
                 f"drift: {why}; left exactly as it is",
+                BY_HAND if blocked else {},
                 drift={
                     "observed": observed.digest,
                     "applied": applied.digest if applied else None,

@@ -150,11 +150,20 @@ def _where(resource: Resource) -> str:
 
 
 def _moved_decision(was: Resource, now: Resource) -> Decision:
+    if was.target == now.target:  # another kind at the same place: the old one is in the way
+        how = (
+            f"drop {now.id} from the profile and apply (trueup removes the {was.kind} it wrote "
+            f"if unmodified), then declare the {now.kind}"
+        )
+    else:
+        how = (
+            f"give the new declaration a new id (the old one is then removed if unmodified), "
+            f"or rerun with --overwrite {now.id} to manage {now.target} and leave "
+            f"{was.target} as it is"
+        )
     return Decision(
         ActionType.HUMAN_ACTION,
-        f"declared as {_where(now)}, but trueup applied this id as {_where(was)}: give the "
-        f"new declaration a new id (the old one is then removed if unmodified), or rerun "
-        f"with --overwrite {now.id} to manage {now.target} and leave {was.target} as it is",
+        f"declared as {_where(now)}, but trueup applied this id as {_where(was)}: {how}",
         {"moved": {"from": _where(was), "to": _where(now)}},
     )
 
