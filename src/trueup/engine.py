@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from trueup.paths import TargetError
 from trueup.plan.memo import PlanMemo, Remembered
 from trueup.plan.planner import compute_plan
 from trueup.settings import Settings
-from trueup.state.store import ACTIVE, RunInfo, Store
+from trueup.state.store import ACTIVE, RunAction, RunInfo, Store
 
 SAVED_PLAN_SCHEMA = "trueup.saved-plan/1"
 # The audit event a refused permission is recorded under.
@@ -365,10 +365,9 @@ class Engine:
         self._take(run)
         rollback = self.rollback_for(run)
         fs = WritableFS(max_file_bytes=self.settings.max_file_bytes, tag=run.id)
+        journaled = self.store.run_actions(run.id)
         in_flight = [
-            (a.seq, a.rollback_ref)
-            for a in self.store.run_actions(run.id)
-            if a.status == "running" and a.rollback_ref
+            (a.seq, a.rollback_ref) for a in journaled if a.status == "running" and a.rollback_ref
         ]
         kept = restore_run(self.store, run, rollback, fs, [(s, r) for s, r in in_flight if r])
         swept = rollback.sweep_temp_files()
@@ -389,6 +388,17 @@ class Engine:
             return RunResult(run.id, Outcome.INTERRUPTED, [], "declaration no longer exists")
         started = self.store.last_event(run.id, "run.started") or {}
         prepared = self.prepare(source, Path(run.target.location), started.get("force", ()))
+        surprises = _unplanned(prepared.plan, journaled)
+        if surprises:
+            # Nobody reviewed these: the run was to do something else there.
+            message = (
+                "recovered: in-flight actions restored; the rest was not redone, as it is not "
+                f"what the run planned any more ({surprises[0]}): review it with trueup plan, "
+                "then apply"
+            )
+            self.store.set_run_status(run.id, "finished", Outcome.INTERRUPTED.value, message)
+            rollback.discard()
+            return RunResult(run.id, Outcome.HUMAN_ACTION_REQUIRED, [], message)
         return self._execute(run, prepared, self.store.next_seq(run.id), progress)
 
     def abandon(self, run_id: str | None) -> RunInfo:
@@ -488,6 +498,24 @@ def observe_all(resources: Iterable[Resource], ctx: ObserveContext) -> dict[str,
         except UsageError as exc:
             raise UsageError(f"resource {resource.id!r}: {exc.message}", hint=exc.hint) from None
     return observed
+
+
+def _unplanned(plan: Plan, journaled: Sequence[RunAction]) -> list[str]:
+    """Changes a recovery would make that the interrupted run did not plan.
+
+    A file somebody wrote or edited after the crash turns "create file" into
+    "update file" (or into drift): redoing that unasked could overwrite their
+    work, so it waits for a person to review a fresh plan. A run stopped
+    before it journaled anything changed nothing: its plan is simply redone.
+    """
+    if not journaled:
+        return []
+    planned = {(a.action.resource_id, a.action.type, a.action.summary) for a in journaled}
+    return [
+        f"{a.resource_id}: {a.summary}"
+        for a in plan.actions
+        if a.type.applies and (a.resource_id, a.type, a.summary) not in planned
+    ]
 
 
 def drift_items(plan: Plan) -> list[dict[str, Any]]:

@@ -521,3 +521,23 @@ def test_something_in_the_way_needs_a_person_not_overwrite(world: World, kind: s
     assert planned.code == 4, planned.out + planned.err
     assert "fix it by hand" in planned.out
     assert "rerun with --overwrite" not in planned.out
+
+
+def test_recover_never_redoes_what_a_person_changed_after_the_crash(world: World) -> None:
+    root = str(world.root)
+    profile = world.write(
+        "r.toml",
+        '[profile]\nid = "r"\nname = "R"\n'
+        '[[resource]]\nid = "f1"\nkind = "file"\ntarget = "f1.txt"\ncontent = "declared 1\\n"\n'
+        '[[resource]]\nid = "f2"\nkind = "file"\ntarget = "f2.txt"\ncontent = "declared 2\\n"\n',
+    )
+    crashed = world.run(
+        "apply", str(profile), "--root", root, "--yes", env={"TRUEUP_CRASH_AT": "temp-written"}
+    )
+    assert crashed.code != 0
+    world.target("f2.txt").write_text("created by a person after the crash\n")
+    recovered = world.run("recover")
+    assert recovered.code == 3, recovered.out + recovered.err
+    assert "trueup plan" in recovered.out
+    assert world.target("f2.txt").read_text() == "created by a person after the crash\n"
+    assert world.run("status").code != 4, "the target is not locked any more"
