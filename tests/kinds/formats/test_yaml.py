@@ -458,3 +458,17 @@ def test_new_keys_that_yaml_1_1_reads_as_booleans_are_quoted() -> None:
         "yes": 1,
         "on": {"off": 2},
     }
+
+
+@pytest.mark.parametrize(
+    ("value", "spelt"), [(1e16, "1.0e+16"), (1e-07, "1.0e-07"), (2.5e-05, "2.5e-05")]
+)
+def test_exponent_floats_get_a_point_so_yaml_1_1_reads_numbers(value: float, spelt: str) -> None:
+    document = doc("a: 1\n")
+    document.set(("x",), value)
+    text = document.to_text()
+    assert text == f"a: 1\nx: {spelt}\n"
+    assert load("yaml", text, origin="x").get(("x",)) == value
+    yaml11 = YAML(typ="safe", pure=True)
+    yaml11.version = (1, 1)
+    assert yaml11.load(io.StringIO(text))["x"] == value

@@ -111,8 +111,19 @@ def _detect_indent(text: str) -> tuple[int, int, int]:
     return mapping, offset + 2, offset
 
 
+class _ExponentFloat(float):
+    """A float Python spells with an exponent and no point (``1e+16``)."""
+
+
+def _represent_exponent(representer: Any, value: _ExponentFloat) -> Any:
+    # YAML 1.1 (PyYAML) reads 1e+16 as a string: it needs a point in the mantissa.
+    mantissa, _, exponent = repr(float(value)).partition("e")
+    return representer.represent_scalar("tag:yaml.org,2002:float", f"{mantissa}.0e{exponent}")
+
+
 def _make_yaml(text: str) -> YAML:
     yaml = YAML(typ="rt")
+    yaml.representer.add_representer(_ExponentFloat, _represent_exponent)
     yaml.preserve_quotes = True
     yaml.width = 2**31 - 1  # never re-wrap long lines
     mapping, sequence, offset = _detect_indent(text)
@@ -211,6 +222,8 @@ def _to_node(value: object, like: object = None) -> object:
         return sequence
     if isinstance(value, str):
         return _string(value, like)
+    if type(value) is float and "e" in repr(value) and "." not in repr(value):
+        return _ExponentFloat(value)
     return value
 
 
