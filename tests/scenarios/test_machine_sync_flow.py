@@ -541,3 +541,20 @@ def test_recover_never_redoes_what_a_person_changed_after_the_crash(world: World
     assert "trueup plan" in recovered.out
     assert world.target("f2.txt").read_text() == "created by a person after the crash\n"
     assert world.run("status").code != 4, "the target is not locked any more"
+
+
+def test_keys_declared_with_needless_quotes_are_removed_when_dropped(world: World) -> None:
+    root = str(world.root)
+    head = '[profile]\nid = "q"\nname = "Q"\n'
+    profile = world.write(
+        "q.toml",
+        head + '[[resource]]\nid = "c"\nkind = "config"\ntarget = "c.toml"\n'
+        "keys = { '\"quoted\"' = 1, 'sec.\"inner\"' = 2 }\n",
+    )
+    assert world.run("apply", str(profile), "--root", root, "--yes").code == 0
+    world.write("q.toml", head)
+    dropped = world.run("apply", str(profile), "--root", root, "--yes")
+    assert dropped.code == 0, dropped.out + dropped.err
+    assert "left changed" not in dropped.out
+    assert "quoted" not in world.target("c.toml").read_text()
+    assert "inner" not in world.target("c.toml").read_text()

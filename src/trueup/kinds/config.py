@@ -355,7 +355,7 @@ class ConfigKind(Kind):
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
         observed = self.observe(resource, ctx)
         flat = observed.detail.get("flat", {})
-        lingering = [k for k in action.payload.get("unset", []) if k in flat]
+        lingering = [k for k in action.payload.get("unset", []) if _spelt(k) in flat]
         if lingering:
             return Evidence("failed", "keys", observed.digest, message=f"{lingering[0]} still set")
         if action.type is ActionType.REMOVE_RESOURCE:
@@ -379,8 +379,14 @@ def _same(live: object, declared: object) -> bool:
     return value_digest(live) == value_digest(declared)
 
 
-def _owned_value(flat: Mapping[str, Any], key: str, owned_digest: str) -> bool:
-    """Whether ``key`` is present and still holds the value trueup wrote."""
+def _spelt(key: str) -> str:
+    """A declared key path as ``keys_flat`` spells it (quotes only where needed)."""
+    return format_key_path(parse_key_path(key))
+
+
+def _owned_value(flat: Mapping[str, Any], declared_key: str, owned_digest: str) -> bool:
+    """Whether the key is present and still holds the value trueup wrote."""
+    key = _spelt(declared_key)
     if key in flat:
         return value_digest(flat[key]) == owned_digest
     nested = {k[len(key) + 1 :]: v for k, v in flat.items() if k.startswith(key + ".")}
