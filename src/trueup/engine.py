@@ -19,7 +19,7 @@ from trueup.canonical import digest, sha256_hex
 from trueup.declare.profile import Profile, load_profile
 from trueup.errors import ApplyFailedError, ConflictError, UsageError
 from trueup.execute.crashpoints import reach
-from trueup.execute.executor import Executor, RunResult, restore_run
+from trueup.execute.executor import Executor, RunResult, restore_run, signals_interrupt
 from trueup.execute.gates import Gates, locked_error
 from trueup.execute.rollback import RollbackStore
 from trueup.fs import ReadOnlyFS, Witness, WritableFS
@@ -241,7 +241,8 @@ class Engine:
             self.store.set_run_status(run.id, "refused", "refused", "stopped before any change")
             raise
         try:
-            result = self._execute(run, fresh, 0, progress)
+            with signals_interrupt(KeyboardInterrupt):
+                result = self._execute(run, fresh, 0, progress)
         except KeyboardInterrupt:
             raise self._interrupted_outside_actions(run) from None
         self._audit_applied(prepared.target, plan.digest, result)

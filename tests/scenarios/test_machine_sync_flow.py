@@ -558,3 +558,20 @@ def test_keys_declared_with_needless_quotes_are_removed_when_dropped(world: Worl
     assert "left changed" not in dropped.out
     assert "quoted" not in world.target("c.toml").read_text()
     assert "inner" not in world.target("c.toml").read_text()
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_a_run_finishes_leaves_it_for_recover(world: World, sig: str) -> None:
+    root = str(world.root)
+    profile = world.write("m.toml", MOVABLE.format(target="a.txt"))
+    stopped = world.run(
+        "apply",
+        str(profile),
+        "--root",
+        root,
+        "--yes",
+        env={"TRUEUP_CRASH_AT": f"run-finishing:1:{sig}"},
+    )
+    assert stopped.code == 7, stopped.out + stopped.err
+    assert "trueup recover" in stopped.err
+    assert world.run("recover").code == 0

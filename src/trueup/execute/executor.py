@@ -100,11 +100,18 @@ class RunResult:
 
 
 @contextmanager
-def signals_interrupt() -> Iterator[None]:
-    """Turn SIGTERM into an exception so the in-flight action can be restored."""
+def signals_interrupt(
+    raising: Callable[[str], BaseException] = Interrupted,
+) -> Iterator[None]:
+    """Turn SIGTERM into an exception, as SIGINT is: what was in flight can be restored.
+
+    The executor raises ``Interrupted`` within actions; around a whole run,
+    ``KeyboardInterrupt`` makes a SIGTERM between actions (or while the run
+    finishes) end like a Ctrl-C there, with the run left for recover.
+    """
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise Interrupted(signal.Signals(signum).name)
+        raise raising(signal.Signals(signum).name)
 
     previous = signal.signal(signal.SIGTERM, handler)
     try:
