@@ -260,7 +260,8 @@ class ReadOnlyFS:
         if size > self.max_file_bytes:
             raise FileTooLargeError(
                 f"{path} is {size} bytes, over the file-size limit of {self.max_file_bytes} bytes",
-                hint="raise the limit with --max-file-bytes if the file belongs in a profile",
+                hint="raise the limit with --max-file-bytes if trueup should read files this big "
+                "(a source, or a target it compares), or leave this one out of the profile",
             )
 
     def digest_file(self, path: Path | str, st: os.stat_result | None = None) -> str:
