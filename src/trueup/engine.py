@@ -25,7 +25,17 @@ from trueup.execute.rollback import RollbackStore
 from trueup.fs import ReadOnlyFS, Witness, WritableFS
 from trueup.gc_pause import without_cyclic_gc
 from trueup.kinds.base import ObserveContext
-from trueup.model import Action, ActionType, Applied, Observed, Outcome, Plan, Resource, Target
+from trueup.model import (
+    HANDED_OVER,
+    Action,
+    ActionType,
+    Applied,
+    Observed,
+    Outcome,
+    Plan,
+    Resource,
+    Target,
+)
 from trueup.paths import TargetError
 from trueup.plan.memo import PlanMemo, Remembered
 from trueup.plan.planner import compute_plan
@@ -188,6 +198,8 @@ class Engine:
     @staticmethod
     def preview(prepared: Prepared, action: Action) -> str:
         """The diff a person reviews before applying ``action`` (read-only)."""
+        if HANDED_OVER in action.payload:  # only forgotten: the target stays as it is
+            return ""
         resource = prepared.resources.get(action.resource_id)
         if resource is None:
             resource = prepared.applied[action.resource_id].resource
@@ -229,22 +241,26 @@ class Engine:
         if not any(a.type is not ActionType.NO_OP for a in plan.actions):
             self._audit_applied(prepared.target, plan.digest, None)
             return None
-        run = gates.lock(plan)
-        try:
-            reach("run-started")
-            fresh = prepared
-            if paused or self.store.run_history(prepared.target.key, run.id) != prepared.history:
-                fresh = self.prepare(Path(plan.source), prepared.root, plan.force, permission=None)
-                gates.fresh(plan, fresh.plan)
-            self.store.record_revision(prepared.profile.id, prepared.profile.digest)
-        except BaseException:  # a stale plan, or Ctrl-C: nothing was changed
-            self.store.set_run_status(run.id, "refused", "refused", "stopped before any change")
-            raise
-        try:
-            with signals_interrupt(KeyboardInterrupt):
+        # While the run holds the lock, SIGTERM ends it as Ctrl-C would.
+        with signals_interrupt(KeyboardInterrupt):
+            run = gates.lock(plan)
+            try:
+                reach("run-started")
+                fresh = prepared
+                history = self.store.run_history(prepared.target.key, run.id)
+                if paused or history != prepared.history:
+                    fresh = self.prepare(
+                        Path(plan.source), prepared.root, plan.force, permission=None
+                    )
+                    gates.fresh(plan, fresh.plan)
+                self.store.record_revision(prepared.profile.id, prepared.profile.digest)
+            except BaseException:  # a stale plan, or Ctrl-C: nothing was changed
+                self.store.set_run_status(run.id, "refused", "refused", "stopped before any change")
+                raise
+            try:
                 result = self._execute(run, fresh, 0, progress)
-        except KeyboardInterrupt:
-            raise self._interrupted_outside_actions(run) from None
+            except KeyboardInterrupt:
+                raise self._interrupted_outside_actions(run) from None
         self._audit_applied(prepared.target, plan.digest, result)
         return result
 
@@ -370,8 +386,8 @@ class Engine:
         in_flight = [
             (a.seq, a.rollback_ref) for a in journaled if a.status == "running" and a.rollback_ref
         ]
+        swept = rollback.sweep_temp_files()  # first: a restore removes the folders the run made
         kept = restore_run(self.store, run, rollback, fs, [(s, r) for s, r in in_flight if r])
-        swept = rollback.sweep_temp_files()
         self.store.event(
             run.id,
             "run.recovered",
@@ -389,7 +405,7 @@ class Engine:
             return RunResult(run.id, Outcome.INTERRUPTED, [], "declaration no longer exists")
         started = self.store.last_event(run.id, "run.started") or {}
         prepared = self.prepare(source, Path(run.target.location), started.get("force", ()))
-        surprises = _unplanned(prepared.plan, journaled)
+        surprises = unplanned(prepared.plan, journaled)
         if surprises:
             # Nobody reviewed these: the run was to do something else there.
             message = (
@@ -501,7 +517,7 @@ def observe_all(resources: Iterable[Resource], ctx: ObserveContext) -> dict[str,
     return observed
 
 
-def _unplanned(plan: Plan, journaled: Sequence[RunAction]) -> list[str]:
+def unplanned(plan: Plan, journaled: Sequence[RunAction]) -> list[str]:
     """Changes a recovery would make that the interrupted run did not plan.
 
     A file somebody wrote or edited after the crash turns "create file" into

@@ -307,7 +307,12 @@ class Executor:
         """Refuse to mutate a local resource that moved since it was observed."""
         kind = kinds.get(action.kind)
         expected = self._observed.get(action.resource_id)
-        if not kind.restorable or expected is None or action.payload.get("exclusive"):
+        if (
+            not kind.restorable
+            or expected is None
+            or action.payload.get("exclusive")
+            or not action.changes_target  # verify-only, handed over: nothing is written
+        ):
             # An exclusive create needs no second look: its rename refuses
             # anything that appeared since (fs.TargetAppeared, see _commit).
             return

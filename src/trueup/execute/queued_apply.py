@@ -78,7 +78,7 @@ def enqueue_apply(engine: Engine, prepared: Prepared, confirmation: str | None =
 @step_handler(HANDLER)
 def apply_profile(ctx: StepContext) -> Mapping[str, Any]:
     """Execute the queued profile on its root under the job's run (no new lock)."""
-    from trueup.engine import Engine
+    from trueup.engine import Engine, unplanned
     from trueup.settings import Settings
 
     params = ctx.step.params
@@ -90,14 +90,20 @@ def apply_profile(ctx: StepContext) -> Mapping[str, Any]:
     in_flight = [(a.seq, a.rollback_ref) for a in journaled if a.status == "running"]
     if in_flight:
         fs = WritableFS(max_file_bytes=engine.settings.max_file_bytes, tag=run.id)
+        rollback.sweep_temp_files()  # first: a restore removes the folders the run made
         restore_run(store, run, rollback, fs, [(s, r) for s, r in in_flight if r])
-        rollback.sweep_temp_files()
     prepared = engine.prepare(
         Path(params["profile"]), Path(params["root"]), params.get("force", ()), permission=None
     )
     if not journaled and prepared.plan.digest != params["plan"]:
         raise ConflictError(
             "the plan is stale: the profile or the target changed since the apply was queued",
+            hint="compute the plan again and queue it again",
+        )
+    surprises = unplanned(prepared.plan, journaled)
+    if surprises:
+        raise ConflictError(
+            f"the rest of the job is not what it planned any more ({surprises[0]})",
             hint="compute the plan again and queue it again",
         )
     if not any(a.type is not ActionType.NO_OP for a in prepared.plan.actions):

@@ -76,11 +76,11 @@ def compute_plan(
     """Decide one action per declared resource, then one per dropped resource."""
     ordered = topological_order(resources)
     declared = {r.id for r in ordered}
-    heirs = _heirs(
-        [r for r in ordered if r.id not in applied],
-        {rid: applied[rid] for rid in sorted(set(applied) - declared)},
-    )
-    inherited = {heir: applied[rid] for rid, heir in heirs.items()}
+    heirs = _heirs(ordered, {rid: applied[rid] for rid in sorted(set(applied) - declared)})
+    inherited: dict[str, Applied] = {}
+    for rid, heir in heirs.items():  # the first dropped record, for an heir without its own
+        if heir not in applied:
+            inherited.setdefault(heir, applied[rid])
     actions: list[Action] = []
     for resource in ordered:
         seen = observed.get(resource.id, ABSENT)
@@ -110,13 +110,23 @@ def compute_plan(
                     payload={**decision.payload, "moved": {"from": _where(record.resource)}},
                 )
         actions.append(_action(resource, decision, resource.depends_on))
+    decided = {a.resource_id: a for a in actions}
     for rid in sorted(set(applied) - declared):
         record = applied[rid]
-        if rid in heirs:
+        successor = heirs.get(rid)
+        if successor is not None and (
+            decided[successor].type.applies
+            or (successor in applied and not _moved(record.resource, applied[successor].resource))
+        ):
             decision = Decision(
                 ActionType.REMOVE_RESOURCE,
-                f"forget: {record.resource.target} is declared as {heirs[rid]!r} now",
-                {HANDED_OVER: heirs[rid]},
+                f"forget: {record.resource.target} is declared as {successor!r} now",
+                {HANDED_OVER: successor},
+            )
+        elif successor is not None:  # not applied yet (drift...): keep the record
+            decision = Decision(
+                ActionType.NO_OP,
+                f"kept until {successor!r}, declared at its target now, is applied",
             )
         else:
             decision = kinds.get(record.resource.kind).plan(
@@ -168,21 +178,21 @@ def _moved_decision(was: Resource, now: Resource) -> Decision:
     )
 
 
-def _heirs(new: Iterable[Resource], dropped: Mapping[str, Applied]) -> dict[str, str]:
-    """Dropped ids whose target and kind a new id (one without a record) declares now.
+def _heirs(declared: Iterable[Resource], dropped: Mapping[str, Applied]) -> dict[str, str]:
+    """Dropped ids whose target and kind a declared id names now (a renamed resource).
 
-    Removing the old id's target would delete what the new one declares; the
-    new id takes the old record over instead (its three-way comparison is
-    against what trueup wrote) and the old id is only forgotten.
+    Removing the old id's target would delete what the new one declares, so
+    the old id is only forgotten once the new one is applied (or already
+    recorded there: an interrupted rename, an id moved there with --overwrite).
+    A new id without a record of its own takes the old record over: its
+    three-way comparison is against what trueup wrote.
     """
-    by_place = {(r.target, r.kind): r.id for r in new if kinds.get(r.kind).restorable}
-    taken: set[str] = set()
+    by_place = {(r.target, r.kind): r.id for r in declared if kinds.get(r.kind).restorable}
     heirs = {}
     for rid, record in dropped.items():
         heir = by_place.get((record.resource.target, record.resource.kind))
-        if heir is not None and heir not in taken:
+        if heir is not None:
             heirs[rid] = heir
-            taken.add(heir)
     return heirs
 
 
