@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -340,34 +341,17 @@ def test_a_file_appearing_mid_apply_with_the_declared_bytes_is_still_left_alone(
     world: World,
 ) -> None:
     """Between staging and the rename a person writes exactly what trueup would: still theirs."""
-    root = str(world.root)
     profile = world.write("m.toml", MOVABLE.format(target="d/notes.txt"))
-    env = world.env({"TRUEUP_CRASH_AT": "temp-written:1:SIGSTOP"})
-    proc = subprocess.Popen(
-        [TRUEUP, "apply", str(profile), "--root", root, "--yes"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    code, said = apply_while_paused_after_staging(
+        world, profile, lambda: world.target("d/notes.txt").write_text("declared\n")
     )
-    try:
-        deadline = time.monotonic() + 60
-        while not _stopped(proc.pid):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.02)
-        world.target("d/notes.txt").write_text("declared\n")
-    finally:
-        os.kill(proc.pid, signal.SIGCONT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 7, out + err
-    assert "'notes' changed after the plan was computed" in out + err
+    assert code == 7, said
+    assert "'notes' changed after the plan was computed" in said
     assert world.target("d/notes.txt").read_text() == "declared\n", "the person's file stays"
 
 
 @pytest.mark.parametrize("kind", ["skill", "directory"])
 def test_a_file_appearing_in_a_folder_mid_apply_is_left_alone(world: World, kind: str) -> None:
-    root = str(world.root)
     world.write("src/one.txt", "one\n")
     world.write("src/two.txt", "two\n")
     profile = world.write(
@@ -375,8 +359,20 @@ def test_a_file_appearing_in_a_folder_mid_apply_is_left_alone(world: World, kind
         f'[profile]\nid = "s"\nname = "S"\n[[resource]]\nid = "s"\nkind = "{kind}"\n'
         'target = "sk"\nsource = "src"\n',
     )
+    code, said = apply_while_paused_after_staging(
+        world, profile, lambda: world.target("sk/two.txt").write_text("USER DATA\n")
+    )
+    assert code == 7, said
+    assert world.target("sk/two.txt").read_text() == "USER DATA\n"
+    assert not world.target("sk/one.txt").exists(), "the run is one transaction"
+
+
+def apply_while_paused_after_staging(
+    world: World, profile: Path, meanwhile: Callable[[], object]
+) -> tuple[int, str]:
+    """Apply, stopped (SIGSTOP) once its temp files are written; ``meanwhile``, then go on."""
     proc = subprocess.Popen(
-        [TRUEUP, "apply", str(profile), "--root", root, "--yes"],
+        [TRUEUP, "apply", str(profile), "--root", str(world.root), "--yes"],
         env=world.env({"TRUEUP_CRASH_AT": "temp-written:1:SIGSTOP"}),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -388,13 +384,11 @@ def test_a_file_appearing_in_a_folder_mid_apply_is_left_alone(world: World, kind
         while not _stopped(proc.pid):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.02)
-        world.target("sk/two.txt").write_text("USER DATA\n")
+        meanwhile()
     finally:
         os.kill(proc.pid, signal.SIGCONT)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 7, out + err
-    assert world.target("sk/two.txt").read_text() == "USER DATA\n"
-    assert not world.target("sk/one.txt").exists(), "the run is one transaction"
+    return proc.returncode, out + err
 
 
 def _stopped(pid: int) -> bool:
@@ -462,9 +456,14 @@ def test_a_live_value_a_config_key_replaces_is_never_stored(world: World) -> Non
     assert world.run("plan", str(profile), "--root", root, "-o", str(saved)).code == 0
     assert world.run("apply", str(profile), "--root", root, "--yes").code == 0
     assert b"sk-live-SECRET-4242" not in saved.read_bytes()
+    assert_never_stored(world, b"sk-live-SECRET-4242")
+
+
+def assert_never_stored(world: World, text: bytes) -> None:
+    """Not in any file of the state folder: database, journal, rollback, caches."""
     for stored in world.data.rglob("*"):
         if stored.is_file():
-            assert b"sk-live-SECRET-4242" not in stored.read_bytes(), stored
+            assert text not in stored.read_bytes(), stored
 
 
 def test_a_verification_command_s_output_is_never_kept(world: World) -> None:
@@ -480,9 +479,7 @@ def test_a_verification_command_s_output_is_never_kept(world: World) -> None:
     assert failed.code == 7, failed.out + failed.err
     assert "exited 3" in failed.out + failed.err
     assert "private-line" not in failed.out + failed.err
-    for stored in world.data.rglob("*"):
-        if stored.is_file():
-            assert b"private-line" not in stored.read_bytes(), stored
+    assert_never_stored(world, b"private-line")
 
 
 def test_a_mistyped_plan_output_is_refused_and_loses_nothing(world: World) -> None:
