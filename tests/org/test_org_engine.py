@@ -189,6 +189,7 @@ def test_a_failure_keeps_what_completed_and_applying_again_resumes(orgs: Orgs) -
     failed = engine.apply(prepared, prepared.plan, "Acme Inc")
     assert failed.outcome is Outcome.FAILED
     assert "81057" in failed.message and "no rollback" in failed.message
+    assert "local ones" not in failed.message, "an org run changes nothing local"
     assert failed.run is not None
     statuses = {a.action.resource_id: a.status for a in engine.store.run_actions(failed.run.run_id)}
     assert statuses["apps.project"] == statuses["dns:portal.acme.test/A"] == "succeeded"

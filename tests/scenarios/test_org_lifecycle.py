@@ -192,3 +192,13 @@ def test_fakes_serve_prints_exports_trueup_can_use(world: World) -> None:
     finally:
         os.kill(server.pid, signal.SIGINT)
         server.wait(timeout=10)
+
+
+def test_renaming_an_app_frees_its_domain_before_the_new_name_takes_it(org: OrgWorld) -> None:
+    """Removals run first: the old app's domain is free when the renamed one is created."""
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 0
+    org.declare(ORG.replace('[[app]]\nname = "portal"', '[[app]]\nname = "website"'))
+    renamed = org.run("org", "apply", org.path, "--yes", "--confirm", "Acme Inc")
+    assert renamed.code == 0, renamed.out + renamed.err
+    again = org.run("org", "plan", org.path, "--json")
+    assert again.json["status"] == "converged", again.out

@@ -192,12 +192,14 @@ class Executor:
                 r.status in ("succeeded", "failed") and not kinds.get(r.action.kind).restorable
                 for r in self.results
             )
+            local = any(kinds.get(a.kind).restorable for a in plan.actions if a.type.applies)
             return self._finish(
                 Outcome.FAILED,
                 f"{redact_message(message)}; "
                 + (
-                    "remote changes are kept (a provider API has no rollback) and local "
-                    "ones were restored: fix the cause and apply again to resume"
+                    "remote changes are kept (a provider API has no rollback)"
+                    + (" and local ones were restored" if local else "")
+                    + ": fix the cause and apply again to resume"
                     if kept
                     else "every change of this run was restored"
                 ),

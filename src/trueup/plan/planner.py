@@ -73,7 +73,7 @@ def compute_plan(
     applied: Mapping[str, Applied],
     force: frozenset[str] = frozenset(),
 ) -> Plan:
-    """Decide one action per declared resource, then one per dropped resource."""
+    """Decide one action per declared and per dropped resource, removals first."""
     ordered = topological_order(resources)
     declared = {r.id for r in ordered}
     heirs = _heirs(ordered, {rid: applied[rid] for rid in sorted(set(applied) - declared)})
@@ -111,6 +111,7 @@ def compute_plan(
                 )
         actions.append(_action(resource, decision, resource.depends_on))
     decided = {a.resource_id: a for a in actions}
+    dropped: list[Action] = []
     for rid in sorted(set(applied) - declared):
         record = applied[rid]
         successor = heirs.get(rid)
@@ -132,7 +133,14 @@ def compute_plan(
             decision = kinds.get(record.resource.kind).plan(
                 None, observed.get(rid, ABSENT), record, rid in force
             )
-        actions.append(_action(record.resource, decision, (), dropped=True))
+        dropped.append(_action(record.resource, decision, (), dropped=True))
+    # Removals first: they free what a declaration may take next (a renamed app's
+    # domain, a path that changes from folder to file). A handed-over id is
+    # forgotten last, once the id that took its place has been applied.
+    clearing = [
+        a for a in dropped if a.type is ActionType.REMOVE_RESOURCE and HANDED_OVER not in a.payload
+    ]
+    actions = clearing + actions + [a for a in dropped if a not in clearing]
     return Plan(
         target=target,
         source=source,
