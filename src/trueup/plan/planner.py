@@ -135,8 +135,8 @@ def compute_plan(
             )
         dropped.append(_action(record.resource, decision, (), dropped=True))
     # Removals first: they free what a declaration may take next (a renamed app's
-    # domain, a path that changes from folder to file). A handed-over id is
-    # forgotten last, once the id that took its place has been applied.
+    # domain or name at a provider). A handed-over id is forgotten last, once the
+    # id that took its place has been applied.
     clearing = [
         a for a in dropped if a.type is ActionType.REMOVE_RESOURCE and HANDED_OVER not in a.payload
     ]
