@@ -202,3 +202,15 @@ def test_renaming_an_app_frees_its_domain_before_the_new_name_takes_it(org: OrgW
     assert renamed.code == 0, renamed.out + renamed.err
     again = org.run("org", "plan", org.path, "--json")
     assert again.json["status"] == "converged", again.out
+
+
+def test_fields_not_yet_true_give_one_outcome_everywhere(org: OrgWorld) -> None:
+    org.declare(
+        ORG.replace('forward_to = ["founders@example.com"]', 'forward_to = ["ops@example.com"]')
+    )
+    applied = org.run("org", "apply", org.path, "--confirm", "Acme Inc", "--json")
+    assert applied.code == 3, applied.out + applied.err
+    assert applied.json["status"] == "human-action-required"
+    assert applied.json["data"]["apply"]["run"]["outcome"] == "human-action-required"
+    text = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
+    assert text.code == 3 and "converged" not in text.out, text.out

@@ -232,8 +232,10 @@ class OrgEngine:
         result = executor.execute(prepared.plan, first_seq)
         state = self._record_state(prepared, result, first_seq)
         self._audit(prepared.target, digest, result, event)
-        outcome = _final(prepared.plan, result, state)
-        return OrgApplied(result, state, outcome, result.message, prepared.services.stats())
+        # The run's own outcome says converged when every action was verified; the
+        # org's says what is still not true. One outcome, wherever it is shown.
+        result.outcome = _final(prepared.plan, result, state)
+        return OrgApplied(result, state, result.outcome, result.message, prepared.services.stats())
 
     def _supersede_dead_holder(self, target: Target) -> None:
         """A killed org apply holds the lock with nothing to restore: take it over.
