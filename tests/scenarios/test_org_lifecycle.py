@@ -214,3 +214,16 @@ def test_fields_not_yet_true_give_one_outcome_everywhere(org: OrgWorld) -> None:
     assert applied.json["data"]["apply"]["run"]["outcome"] == "human-action-required"
     text = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
     assert text.code == 3 and "converged" not in text.out, text.out
+
+
+def test_objects_left_in_a_renamed_identity_org_are_forgotten_not_called_gone(
+    org: OrgWorld,
+) -> None:
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 0
+    moved = ORG.replace(
+        '[[identity.project]]\nname = "portal"', '[[identity.project]]\nname = "web"'
+    )
+    org.declare(moved + '\n[identity]\norg = "Acme Incorporated"\n')
+    planned = org.run("org", "plan", org.path)
+    assert "already gone" not in planned.out, planned.out
+    assert "not found in the org's scope; nothing is deleted" in planned.out

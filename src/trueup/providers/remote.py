@@ -179,7 +179,11 @@ class RemoteKind(Kind):
         noun = self.noun(applied.resource)
         if observed.state == "absent":
             return Decision(
-                ActionType.REMOVE_RESOURCE, f"forget {noun} (already gone)", {"op": "forget"}
+                ActionType.REMOVE_RESOURCE,
+                # Not in the org's scope: deleted, or left where trueup no longer
+                # looks (the old org, after the org was renamed).
+                f"forget {noun} (not found in the org's scope; nothing is deleted)",
+                {"op": "forget"},
             )
         if self.removal == "forget":
             return Decision(
