@@ -212,6 +212,7 @@ def test_fields_not_yet_true_give_one_outcome_everywhere(org: OrgWorld) -> None:
     assert applied.code == 3, applied.out + applied.err
     assert applied.json["status"] == "human-action-required"
     assert applied.json["data"]["apply"]["run"]["outcome"] == "human-action-required"
+    assert applied.json["message"].startswith("not yet true: "), applied.json["message"]
     text = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
     assert text.code == 3 and "converged" not in text.out, text.out
 

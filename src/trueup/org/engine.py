@@ -235,7 +235,8 @@ class OrgEngine:
         # The run's own outcome says converged when every action was verified; the
         # org's says what is still not true. One outcome, wherever it is shown.
         result.outcome = _final(prepared.plan, result, state)
-        return OrgApplied(result, state, result.outcome, result.message, prepared.services.stats())
+        message = result.message or _not_yet(state)
+        return OrgApplied(result, state, result.outcome, message, prepared.services.stats())
 
     def _supersede_dead_holder(self, target: Target) -> None:
         """A killed org apply holds the lock with nothing to restore: take it over.
@@ -395,6 +396,15 @@ def _observe(resource: Resource, ctx: ObserveContext) -> Observed:
     from trueup import kinds
 
     return kinds.get(resource.kind).observe(resource, ctx)
+
+
+def _not_yet(state: OrgState) -> str:
+    """What keeps an applied org from being converged, in one line (or nothing)."""
+    if not state.failed_fields:
+        return ""
+    first = state.failed_fields[0]
+    more = len(state.failed_fields) - 1
+    return f"not yet true: {first}" + (f" (and {more} more)" if more else "")
 
 
 def _final(plan: Plan, result: RunResult | None, state: OrgState) -> Outcome:
