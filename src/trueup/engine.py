@@ -19,7 +19,12 @@ from trueup.canonical import digest, sha256_hex
 from trueup.declare.profile import Profile, load_profile
 from trueup.errors import ApplyFailedError, ConflictError, UsageError
 from trueup.execute.crashpoints import reach
-from trueup.execute.executor import Executor, RunResult, restore_run, signals_interrupt
+from trueup.execute.executor import (
+    Executor,
+    RunResult,
+    restore_interrupted,
+    signals_interrupt,
+)
 from trueup.execute.gates import Gates, locked_error
 from trueup.execute.rollback import RollbackStore
 from trueup.fs import ReadOnlyFS, Witness, WritableFS
@@ -383,15 +388,15 @@ class Engine:
         rollback = self.rollback_for(run)
         fs = WritableFS(max_file_bytes=self.settings.max_file_bytes, tag=run.id)
         journaled = self.store.run_actions(run.id)
-        in_flight = [
-            (a.seq, a.rollback_ref) for a in journaled if a.status == "running" and a.rollback_ref
-        ]
-        swept = rollback.sweep_temp_files()  # first: a restore removes the folders the run made
-        kept = restore_run(self.store, run, rollback, fs, [(s, r) for s, r in in_flight if r])
+        restored = restore_interrupted(self.store, run, rollback, fs, journaled)
         self.store.event(
             run.id,
             "run.recovered",
-            {"restored": len(in_flight), "kept_as_changed": kept, "temp_swept": swept},
+            {
+                "restored": restored.in_flight,
+                "kept_as_changed": restored.kept,
+                "temp_swept": restored.swept,
+            },
         )
         source = Path(run.declaration or "")
         if not run.declaration or not source.exists():

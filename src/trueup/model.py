@@ -147,6 +147,9 @@ _MUTATING = frozenset(
 # The payload key of a dropped id's removal whose target a new id declares now
 # (a renamed resource): executing it only forgets the old id's record.
 HANDED_OVER = "handed_over"
+# The payload key of a write whose kind creates what it writes exclusively (the
+# rename refuses anything found there): the executor need not look again first.
+EXCLUSIVE = "exclusive"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, NamedTuple
 
 from trueup import kinds
 from trueup.errors import ConflictError, TrueupError
@@ -40,6 +40,7 @@ from trueup.execute.verification import verify_command
 from trueup.fs import TargetAppeared, WritableFS
 from trueup.kinds.base import ApplyContext, ObserveContext
 from trueup.model import (
+    EXCLUSIVE,
     HANDED_OVER,
     Action,
     ActionType,
@@ -52,7 +53,7 @@ from trueup.model import (
 )
 from trueup.redact import redact_message
 from trueup.settings import DEFAULT_BATCH_SIZE
-from trueup.state.store import RunInfo, Store, now
+from trueup.state.store import RunAction, RunInfo, Store, now
 
 
 class Interrupted(Exception):
@@ -312,7 +313,7 @@ class Executor:
         if (
             not kind.restorable
             or expected is None
-            or action.payload.get("exclusive")
+            or action.payload.get(EXCLUSIVE)
             or not action.changes_target  # verify-only, handed over: nothing is written
         ):
             # An exclusive create needs no second look: its rename refuses
@@ -438,6 +439,32 @@ class Executor:
             "revision": record.revision,
             "applied_at": record.applied_at,
         }
+
+
+class Restored(NamedTuple):
+    in_flight: int  # actions that were running when the run stopped
+    swept: int  # temp files removed
+    kept: list[str]  # paths left as somebody changed them after the run
+
+
+def restore_interrupted(
+    store: Store,
+    run: RunInfo,
+    rollback: RollbackStore,
+    fs: WritableFS,
+    journaled: Sequence[RunAction],
+) -> Restored:
+    """Undo what a stopped run had in flight, before anything resumes it.
+
+    Temp files go first: a restore removes the folders the run created, and
+    those must be empty by then.
+    """
+    in_flight = [
+        (a.seq, ref) for a in journaled if a.status == "running" and (ref := a.rollback_ref)
+    ]
+    swept = rollback.sweep_temp_files()
+    kept = restore_run(store, run, rollback, fs, in_flight)
+    return Restored(len(in_flight), swept, kept)
 
 
 def restore_run(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from trueup import audit
 from trueup.errors import ApplyFailedError, ConflictError
-from trueup.execute.executor import Executor, restore_run
+from trueup.execute.executor import Executor, restore_interrupted
 from trueup.execute.runner import Runner, Step, StepAborted, StepContext, step_handler
 from trueup.fs import WritableFS
 from trueup.model import ActionType, Outcome
@@ -87,11 +87,8 @@ def apply_profile(ctx: StepContext) -> Mapping[str, Any]:
     store = ctx.store
     rollback = engine.rollback_for(run)
     journaled = store.run_actions(run.id)
-    in_flight = [(a.seq, a.rollback_ref) for a in journaled if a.status == "running"]
-    if in_flight:
-        fs = WritableFS(max_file_bytes=engine.settings.max_file_bytes, tag=run.id)
-        rollback.sweep_temp_files()  # first: a restore removes the folders the run made
-        restore_run(store, run, rollback, fs, [(s, r) for s, r in in_flight if r])
+    fs = WritableFS(max_file_bytes=engine.settings.max_file_bytes, tag=run.id)
+    restore_interrupted(store, run, rollback, fs, journaled)
     prepared = engine.prepare(
         Path(params["profile"]), Path(params["root"]), params.get("force", ()), permission=None
     )

@@ -25,7 +25,16 @@ from trueup.kinds.base import (
     obstacle,
 )
 from trueup.kinds.content import declared_bytes, resolve_source, text_diff
-from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
+from trueup.model import (
+    ABSENT,
+    EXCLUSIVE,
+    Action,
+    ActionType,
+    Applied,
+    Evidence,
+    Observed,
+    Resource,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -111,9 +120,8 @@ class Markers:
         return before + self.begin + section + self.end + after
 
 
-# A target planned absent is created exclusively (fs.WritableFS.write): the
-# executor need not look at it again before writing, the rename refuses.
-_CREATE = {"exclusive": True}
+# A target planned absent is created exclusively (fs.WritableFS.write).
+_CREATE = {EXCLUSIVE: True}
 
 
 class FileKind(Kind):
@@ -258,7 +266,7 @@ class FileKind(Kind):
                     return
             ctx.fs.remove(path)
             return
-        exclusive = bool(action.payload.get("exclusive"))
+        exclusive = bool(action.payload.get(EXCLUSIVE))
         if spec.get("link") is not None:
             ctx.fs.symlink(path, spec["link"], exclusive)
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from trueup import kinds
 from trueup.errors import UsageError
@@ -76,62 +77,45 @@ def compute_plan(
     """Decide one action per declared and per dropped resource, removals first."""
     ordered = topological_order(resources)
     declared = {r.id for r in ordered}
-    heirs = _heirs(ordered, {rid: applied[rid] for rid in sorted(set(applied) - declared)})
+    gone = sorted(set(applied) - declared)
+    heirs = _heirs(ordered, {rid: applied[rid] for rid in gone})
     inherited: dict[str, Applied] = {}
-    for rid, heir in heirs.items():  # the first dropped record, for an heir without its own
-        if heir not in applied:
-            inherited.setdefault(heir, applied[rid])
-    actions: list[Action] = []
-    for resource in ordered:
-        seen = observed.get(resource.id, ABSENT)
-        record = applied.get(resource.id)
-        forced = resource.id in force
-        moved = record is not None and _moved(record.resource, resource)
-        if moved and not forced:
-            assert record is not None
-            decision = _moved_decision(record.resource, resource)
-        elif resource.id in inherited:
-            was = inherited[resource.id].resource
-            decision = _recorded(
-                kinds.get(resource.kind).plan(resource, seen, inherited[resource.id], forced),
-                f"taken over from {was.id!r}",
-            )
-        else:
-            decision = kinds.get(resource.kind).plan(
-                resource, seen, None if moved else record, forced
-            )
-            if moved:
-                assert record is not None
-                decision = _recorded(
-                    decision, f"{record.resource.target} (applied before) is left as it is"
-                )
-                decision = replace(
-                    decision,
-                    payload={**decision.payload, "moved": {"from": _where(record.resource)}},
-                )
-        actions.append(_action(resource, decision, resource.depends_on))
+    for rid, taker in heirs.items():  # the first dropped record, for an heir without its own
+        if taker not in applied:
+            inherited.setdefault(taker, applied[rid])
+    actions = [
+        _action(
+            resource,
+            _decide(
+                resource,
+                observed.get(resource.id, ABSENT),
+                applied.get(resource.id) or inherited.get(resource.id),
+                resource.id in force,
+            ),
+            resource.depends_on,
+        )
+        for resource in ordered
+    ]
     decided = {a.resource_id: a for a in actions}
     dropped: list[Action] = []
-    for rid in sorted(set(applied) - declared):
+    for rid in gone:
         record = applied[rid]
-        successor = heirs.get(rid)
-        if successor is not None and (
-            decided[successor].type.applies
-            or (successor in applied and not _moved(record.resource, applied[successor].resource))
+        heir = heirs.get(rid)
+        if heir is None:
+            decision = kinds.get(record.resource.kind).plan(
+                None, observed.get(rid, ABSENT), record, rid in force
+            )
+        elif decided[heir].type.applies or (
+            heir in applied and not _moved(record.resource, applied[heir].resource)
         ):
             decision = Decision(
                 ActionType.REMOVE_RESOURCE,
-                f"forget: {record.resource.target} is declared as {successor!r} now",
-                {HANDED_OVER: successor},
+                f"forget: {record.resource.target} is declared as {heir!r} now",
+                {HANDED_OVER: heir},
             )
-        elif successor is not None:  # not applied yet (drift...): keep the record
+        else:  # the heir is not applied yet (drift...): keep the record
             decision = Decision(
-                ActionType.NO_OP,
-                f"kept until {successor!r}, declared at its target now, is applied",
-            )
-        else:
-            decision = kinds.get(record.resource.kind).plan(
-                None, observed.get(rid, ABSENT), record, rid in force
+                ActionType.NO_OP, f"kept until {heir!r}, declared at its target now, is applied"
             )
         dropped.append(_action(record.resource, decision, (), dropped=True))
     # Removals first: they free what a declaration may take next (a renamed app's
@@ -204,14 +188,41 @@ def _heirs(declared: Iterable[Resource], dropped: Mapping[str, Applied]) -> dict
     return heirs
 
 
-def _recorded(decision: Decision, note: str) -> Decision:
+def _decide(resource: Resource, seen: Observed, record: Applied | None, forced: bool) -> Decision:
+    """A declared resource's decision, against the record of what trueup wrote there.
+
+    ``record`` is the resource's own, or one it took over from a renamed id.
+    """
+    plan = kinds.get(resource.kind).plan
+    if record is None:
+        return plan(resource, seen, None, forced)
+    if _moved(record.resource, resource):
+        if not forced:
+            return _moved_decision(record.resource, resource)
+        return _recorded(
+            plan(resource, seen, None, forced),
+            f"{record.resource.target} (applied before) is left as it is",
+            moved={"from": _where(record.resource)},
+        )
+    decision = plan(resource, seen, record, forced)
+    if record.resource.id == resource.id:
+        return decision
+    return _recorded(decision, f"taken over from {record.resource.id!r}")
+
+
+def _recorded(decision: Decision, note: str, **payload: Any) -> Decision:
     """A decision about a record made under another target or id, noted in its summary.
 
     Already as declared, it is verified and recorded (verify-only): the
     record must be rewritten, or every later plan would meet the old one again.
     """
     kind = ActionType.VERIFY_ONLY if decision.type is ActionType.NO_OP else decision.type
-    return replace(decision, type=kind, summary=f"{decision.summary}; {note}")
+    return replace(
+        decision,
+        type=kind,
+        summary=f"{decision.summary}; {note}",
+        payload={**decision.payload, **payload},
+    )
 
 
 def _action(

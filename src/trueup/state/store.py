@@ -36,9 +36,6 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
 
 
-_dumps = storage_text
-
-
 @dataclass(frozen=True, slots=True)
 class RunInfo:
     id: str
@@ -231,8 +228,8 @@ class Store:
                     "rid": r.resource.id,
                     "kind": r.resource.kind,
                     "digest": r.digest,
-                    "resource": _dumps(r.resource.to_json()),
-                    "detail": _dumps(dict(r.detail)),
+                    "resource": storage_text(r.resource.to_json()),
+                    "detail": storage_text(dict(r.detail)),
                     "revision": r.revision,
                     "at": r.applied_at,
                 }
@@ -268,7 +265,7 @@ class Store:
         params = {
             "id": run_id,
             "key": target.key,
-            "target": _dumps(target.to_json()),
+            "target": storage_text(target.to_json()),
             "plan": plan_digest,
             "declaration": declaration,
             "host": socket.gethostname(),
@@ -370,7 +367,7 @@ class Store:
                         "run": run_id,
                         "seq": i,
                         "rid": a.resource_id,
-                        "action": _dumps(a.to_json()),
+                        "action": storage_text(a.to_json()),
                         "at": stamp,
                     }
                     for i, a in enumerate(actions, start=first_seq)
@@ -409,7 +406,7 @@ class Store:
                     "seq": seq,
                     "status": status,
                     "ref": ref,
-                    "evidence": _dumps(ev) if ev is not None else None,
+                    "evidence": storage_text(ev) if ev is not None else None,
                     "message": msg,
                     "at": stamp,
                 }
@@ -473,7 +470,7 @@ class Store:
                 "run": run_id,
                 "event": event,
                 "at": now(),
-                "detail": _dumps(detail) if detail is not None else None,
+                "detail": storage_text(detail) if detail is not None else None,
             },
         )
 
