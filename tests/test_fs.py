@@ -17,6 +17,7 @@ from trueup.fs import (
     StatCache,
     TargetAppeared,
     WritableFS,
+    file_systems,
     racy,
     sha256_bytes,
 )
@@ -299,3 +300,17 @@ def test_a_file_where_a_folder_must_be_created_is_a_conflict_not_a_crash(tmp_pat
     with pytest.raises(ConflictError, match="not a folder"):
         fs.write(tmp_path / "d" / "e" / "f", b"declared", exclusive=True)
     assert (tmp_path / "d").read_bytes() == b"a person's file"
+
+
+def test_a_flush_reaches_every_file_system_a_tree_crosses(tmp_path: Path) -> None:
+    # One syncfs of the first path's file system would leave writes under a
+    # mount point (here /proc stands for any other file system) in memory.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert file_systems([str(tmp_path / "a"), str(tmp_path / "b")]) == [str(tmp_path / "a")]
+    other = file_systems([str(tmp_path / "a"), "/proc", str(tmp_path / "b")])
+    assert other == [str(tmp_path / "a"), "/proc"]
+
+
+def test_a_folder_gone_before_its_flush_is_skipped(tmp_path: Path) -> None:
+    assert file_systems([str(tmp_path / "gone"), str(tmp_path)]) == [str(tmp_path)]

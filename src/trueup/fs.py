@@ -17,7 +17,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -524,8 +524,7 @@ class WritableFS(ReadOnlyFS):
             self._dirs.add(os.path.dirname(path))
         for folder, stop in sorted(self._prunes, reverse=True):
             self.remove_empty_dirs(folder, stop)
-        for folder in sorted(self._dirs):
-            _fsync_dir(folder)
+        _sync_dirs(self._dirs)
         self._staged.clear()
         self._removals.clear()
         self._prunes.clear()
@@ -668,13 +667,15 @@ _SYNCFS_BATCH = 16
 def sync_paths(files: list[str], folders: list[str]) -> None:
     """Flush files, then the folders whose entries name them."""
     _sync_files(files)
-    for folder in folders:
-        _fsync_dir(folder)
+    _sync_dirs(folders)
 
 
 def _sync_files(paths: list[str]) -> None:
-    """Flush file contents: one syncfs for a large batch, fsync each for a few."""
-    if len(paths) >= _SYNCFS_BATCH and _syncfs(paths[0]):
+    """Flush file contents: one syncfs per file system for a large batch, fsync each for a few.
+
+    Every path is a file trueup created, so it lives on its folder's file system.
+    """
+    if len(paths) >= _SYNCFS_BATCH and _syncfs_all({os.path.dirname(p) or "." for p in paths}):
         return
     for path in paths:
         if os.path.islink(path):
@@ -686,13 +687,42 @@ def _sync_files(paths: list[str]) -> None:
             os.close(fd)
 
 
-def _syncfs(any_path: str) -> bool:
-    """syncfs(2) on the file system holding ``any_path``; False where unavailable."""
+def _sync_dirs(folders: Iterable[str]) -> None:
+    """Flush folder entries: one syncfs per file system for many, fsync each for a few."""
+    folders = sorted(set(folders))
+    if len(folders) >= _SYNCFS_BATCH and _syncfs_all(folders):
+        return
+    for folder in folders:
+        _fsync_dir(folder)
+
+
+def file_systems(folders: Iterable[str]) -> list[str]:
+    """One existing folder per file system among ``folders`` (a vanished one is skipped).
+
+    A tree may cross mount points: a syncfs of the file system holding the
+    first path would leave the others' writes in memory.
+    """
+    found: dict[int, str] = {}
+    for folder in folders:
+        try:
+            found.setdefault(os.stat(folder).st_dev, folder)
+        except OSError:
+            continue
+    return list(found.values())
+
+
+def _syncfs_all(folders: Iterable[str]) -> bool:
+    """syncfs(2) on every file system holding one of ``folders``; False where unavailable."""
+    return all(_syncfs(folder) for folder in file_systems(folders))
+
+
+def _syncfs(folder: str) -> bool:
+    """syncfs(2) on the file system holding ``folder``; False where unavailable."""
     if not sys.platform.startswith("linux"):
         return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        fd = os.open(os.path.dirname(any_path) or ".", os.O_RDONLY)
+        fd = os.open(folder, os.O_RDONLY)
     except OSError:
         return False
     try:
