@@ -27,11 +27,12 @@ from trueup.execute.executor import (
 )
 from trueup.execute.gates import Gates, locked_error
 from trueup.execute.rollback import RollbackStore
-from trueup.fs import ReadOnlyFS, Witness, WritableFS
+from trueup.fs import FileTooLargeError, ReadOnlyFS, Witness, WritableFS
 from trueup.gc_pause import without_cyclic_gc
 from trueup.kinds.base import ObserveContext
 from trueup.model import (
     HANDED_OVER,
+    OVERSIZED,
     Action,
     ActionType,
     Applied,
@@ -515,6 +516,8 @@ def observe_all(resources: Iterable[Resource], ctx: ObserveContext) -> dict[str,
     for resource in resources:
         try:
             observed[resource.id] = kinds.get(resource.kind).observe(resource, ctx)
+        except FileTooLargeError as exc:  # live, not declared: the rest can still be planned
+            observed[resource.id] = Observed(OVERSIZED, None, {"reason": exc.message})
         except TargetError as exc:
             raise UsageError(f"resource {resource.id!r}: field 'target': {exc}") from None
         except UsageError as exc:

@@ -95,6 +95,8 @@ class Observed:
 
 
 ABSENT = Observed("absent")
+#: A live file over the size limit: trueup will not read it, so cannot compare it.
+OVERSIZED = "oversized"
 
 
 @dataclass(frozen=True, slots=True)

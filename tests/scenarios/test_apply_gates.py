@@ -206,6 +206,29 @@ def test_file_over_the_size_limit_is_a_clear_error(world: World) -> None:
     assert "over the file-size limit of 1024 bytes" in result.err
 
 
+def test_a_live_file_over_the_size_limit_waits_for_a_person_and_the_rest_is_applied(
+    world: World,
+) -> None:
+    # A source over the limit is a declaration error; a target over it is live
+    # state: only its resource stops, and the file is left exactly as it is.
+    text = (
+        ONE_FILE + '\n[[resource]]\nid = "small"\nkind = "file"\ntarget = "small"\ncontent = "s"\n'
+    )
+    profile = str(world.write("p.toml", text))
+    world.target(".toolrc").write_text("x" * 2048)
+    limit = ("--max-file-bytes", "1024")
+    planned = world.run("plan", profile, "--root", str(world.root), *limit, "--json")
+    assert planned.code == 3, planned.err
+    actions = {a["resource"]: a for a in planned.json["data"]["plan"]["actions"]}
+    assert actions["rc"]["type"] == "human-action"
+    assert "over the file-size limit of 1024 bytes" in actions["rc"]["summary"]
+    applied = world.run("apply", profile, "--root", str(world.root), *limit, "--yes")
+    assert applied.code == 3, applied.err
+    assert "--max-file-bytes" in applied.out
+    assert world.target("small").read_text() == "s"
+    assert world.target(".toolrc").read_text() == "x" * 2048
+
+
 def test_known_secrets_are_redacted_in_output(world: World) -> None:
     secret = "s3cr3t-value-123456"
     profile = str(world.write("p.toml", ONE_FILE.replace("declared", f"token={secret}")))

@@ -18,6 +18,7 @@ from trueup.kinds.base import Decision
 from trueup.model import (
     ABSENT,
     HANDED_OVER,
+    OVERSIZED,
     Action,
     ActionType,
     Applied,
@@ -101,10 +102,11 @@ def compute_plan(
     for rid in gone:
         record = applied[rid]
         heir = heirs.get(rid)
-        if heir is None:
-            decision = kinds.get(record.resource.kind).plan(
-                None, observed.get(rid, ABSENT), record, rid in force
-            )
+        seen = observed.get(rid, ABSENT)
+        if seen.state == OVERSIZED:
+            decision = _unreadable(seen)
+        elif heir is None:
+            decision = kinds.get(record.resource.kind).plan(None, seen, record, rid in force)
         elif decided[heir].type.applies or (
             heir in applied and not _moved(record.resource, applied[heir].resource)
         ):
@@ -193,6 +195,8 @@ def _decide(resource: Resource, seen: Observed, record: Applied | None, forced: 
 
     ``record`` is the resource's own, or one it took over from a renamed id.
     """
+    if seen.state == OVERSIZED:
+        return _unreadable(seen)
     plan = kinds.get(resource.kind).plan
     if record is None:
         return plan(resource, seen, None, forced)
@@ -208,6 +212,18 @@ def _decide(resource: Resource, seen: Observed, record: Applied | None, forced: 
     if record.resource.id == resource.id:
         return decision
     return _recorded(decision, f"taken over from {record.resource.id!r}")
+
+
+def _unreadable(seen: Observed) -> Decision:
+    """A live file too big to read cannot be compared, so nothing is decided about it.
+
+    Only this resource waits for a person; the rest of the plan goes on.
+    """
+    return Decision(
+        ActionType.HUMAN_ACTION,
+        f"{seen.detail['reason']}: not read, so not compared; rerun with a larger "
+        "--max-file-bytes, or shrink or move the file by hand",
+    )
 
 
 def _recorded(decision: Decision, note: str, **payload: Any) -> Decision:
