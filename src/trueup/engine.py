@@ -160,6 +160,7 @@ class Engine:
                 *(a.resource for rid, a in applied.items() if rid not in resources),
             ],
             ObserveContext(root=root, fs=fs),
+            str(profile.path),
         )
         plan = compute_plan(
             target,
@@ -511,17 +512,21 @@ def is_saved_plan(path: Path) -> bool:
     return SAVED_PLAN_SCHEMA.encode() in head or SAVED_PLAN_SCHEMA.encode() in tail
 
 
-def observe_all(resources: Iterable[Resource], ctx: ObserveContext) -> dict[str, Observed]:
+def observe_all(
+    resources: Iterable[Resource], ctx: ObserveContext, where: str
+) -> dict[str, Observed]:
+    """Observe every resource; an error names ``where`` (the profile) and the resource."""
     observed = {}
     for resource in resources:
+        label = f"{where}: resource {resource.id!r}"
         try:
             observed[resource.id] = kinds.get(resource.kind).observe(resource, ctx)
         except FileTooLargeError as exc:  # live, not declared: the rest can still be planned
             observed[resource.id] = Observed(OVERSIZED, None, {"reason": exc.message})
         except TargetError as exc:
-            raise UsageError(f"resource {resource.id!r}: field 'target': {exc}") from None
+            raise UsageError(f"{label}: field 'target': {exc}") from None
         except UsageError as exc:
-            raise UsageError(f"resource {resource.id!r}: {exc.message}", hint=exc.hint) from None
+            raise UsageError(f"{label}: {exc.message}", hint=exc.hint) from None
     return observed
 
 

@@ -24,12 +24,14 @@ content = "1"
 """
 
 
-def run(tmp_path: Path, text: str, name: str = "p.toml") -> subprocess.CompletedProcess[str]:
+def run(
+    tmp_path: Path, text: str, name: str = "p.toml", *extra: str
+) -> subprocess.CompletedProcess[str]:
     profile = tmp_path / name
     profile.write_text(text)
     (tmp_path / "root").mkdir(exist_ok=True)
     return subprocess.run(
-        [TRUEUP, "plan", str(profile), "--root", str(tmp_path / "root")],
+        [TRUEUP, "plan", str(profile), "--root", str(tmp_path / "root"), *extra],
         capture_output=True,
         text=True,
         env={"TRUEUP_DATA": str(tmp_path / "data"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
@@ -63,11 +65,11 @@ BAD = {
     ),
     "missing source file": (
         GOOD.replace('content = "1"', 'source = "nope.txt"'),
-        ["resource 'one'", "'nope.txt' does not exist"],
+        ["resource 'one'", "field 'source': 'nope.txt' does not exist"],
     ),
     "source is a folder": (
         GOOD.replace('content = "1"', 'source = "."'),
-        ["resource 'one'", "source '.' is not a file"],
+        ["resource 'one'", "field 'source': '.' is not a file"],
     ),
     "duplicate id": (
         GOOD + '\n[[resource]]\nid = "one"\nkind = "file"\ntarget = "b"\ncontent = "x"\n',
@@ -172,7 +174,10 @@ def test_a_config_file_of_unknown_format_is_a_usage_error(tmp_path: Path) -> Non
     )
     result = run(tmp_path, text)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "resource 'one': cannot tell the format of a/app.conf" in result.stderr
+    assert (
+        f"{tmp_path / 'p.toml'}: resource 'one': field 'target': cannot tell the format of "
+        "a/app.conf" in result.stderr
+    )
     assert 'declare format = "toml", "json" or "yaml"' in result.stderr
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
 
@@ -220,4 +225,31 @@ def test_an_integer_a_toml_file_cannot_hold_is_refused_before_planning(tmp_path:
     )
     result = run(tmp_path, text)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "key 'big': TOML integers are 64-bit" in result.stderr
+    assert "p.toml: resource 'one': field 'keys': key 'big': TOML integers are 64-bit" in (
+        result.stderr
+    )
+
+
+def test_a_null_a_toml_file_cannot_hold_is_refused_before_anything_is_planned(
+    tmp_path: Path,
+) -> None:
+    # Every output mode alike: no plan shown, saved or applied first.
+    text = (
+        '{"profile": {"id": "p", "name": "P"}, "resource": [{"id": "c", "kind": "config", '
+        '"target": "c.toml", "keys": {"a": null}}]}'
+    )
+    for extra in ([], ["--json"], ["-o", str(tmp_path / "plan.json")]):
+        result = run(tmp_path, text, "p.json", *extra)
+        assert result.returncode == 2, (extra, result.stdout + result.stderr)
+        assert "field 'keys': key 'a': TOML has no null value" in result.stdout + result.stderr
+        assert "set 1 key" not in result.stdout
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_a_tree_source_that_is_a_file_is_not_called_missing(tmp_path: Path) -> None:
+    text = GOOD.replace('kind = "file"', 'kind = "directory"').replace(
+        'target = "a/one.txt"\ncontent = "1"', 'target = "d"\nsource = "p.toml"'
+    )
+    result = run(tmp_path, text)
+    assert result.returncode == 2
+    assert "resource 'one': field 'source': 'p.toml' is not a folder" in result.stderr

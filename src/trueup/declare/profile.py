@@ -237,21 +237,23 @@ def _first(exc: ValidationError) -> str:
 # -- resolution (every load) ------------------------------------------------
 def _resolve(entry: dict[str, Any], base: Path, fs: ReadOnlyFS, where: str) -> Resource:
     label = f"resource {entry['id']!r}"
+    kind = kinds.get(entry["kind"])
     try:
-        spec = kinds.get(entry["kind"]).resolve(dict(entry["fields"]), entry["policy"], base, fs)
+        resource = Resource(
+            id=entry["id"],
+            kind=entry["kind"],
+            policy=entry["policy"],
+            target=entry["target"],
+            spec=kind.resolve(dict(entry["fields"]), entry["policy"], base, fs),
+            depends_on=tuple(entry["depends_on"]),
+            verify=entry["verify"],
+        )
+        kind.check(resource)
     except UsageError as exc:
         raise UsageError(f"{where}: {label}: {exc.message}", hint=exc.hint) from None
     except ValueError as exc:
         raise UsageError(f"{where}: {label}: {exc}") from None
-    return Resource(
-        id=entry["id"],
-        kind=entry["kind"],
-        policy=entry["policy"],
-        target=entry["target"],
-        spec=spec,
-        depends_on=tuple(entry["depends_on"]),
-        verify=entry["verify"],
-    )
+    return resource
 
 
 def _check_whole(resources: tuple[Resource, ...], where: str) -> None:

@@ -76,14 +76,6 @@ class Decision:
     drift: Mapping[str, str | None] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Declared:
-    """The declaration-time form of a resource: its spec and how to resolve it."""
-
-    spec: dict[str, Any]
-    target: str
-
-
 class Kind:
     """Base of every kind; subclasses override what applies to them."""
 
@@ -117,6 +109,13 @@ class Kind:
     ) -> dict[str, Any]:
         """Turn validated fields into a self-contained spec (content-addressed sources)."""
         return fields
+
+    def check(self, resource: Resource) -> None:
+        """Declaration rules that need the whole resource (its target), checked at load.
+
+        Raise ``UsageError`` starting with the field at fault, so the error
+        names the file, the resource and the field before anything is planned.
+        """
 
     # -- observe / plan -----------------------------------------------------
     def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:

@@ -88,14 +88,20 @@ def config_fields() -> type[BaseModel]:
 
 
 def _storable(resource: Resource, fmt: str) -> None:
-    """Refuse a declared value the file's format cannot hold (TOML: 64-bit integers)."""
+    """Refuse a declared value the file's format cannot hold (TOML: 64-bit integers, no null)."""
     if fmt != "toml":
         return
     for key, value in resource.spec["keys"].items():
-        if any(type(v) is int and not -(2**63) <= v < 2**63 for v in _leaves(value)):
+        leaves = _leaves(value)
+        if any(type(v) is int and not -(2**63) <= v < 2**63 for v in leaves):
             raise UsageError(
-                f"key {key!r}: TOML integers are 64-bit; this value does not fit",
+                f"field 'keys': key {key!r}: TOML integers are 64-bit; this value does not fit",
                 hint="declare it as a string, or as a float if that is what the tool reads",
+            )
+        if any(v is None for v in leaves):
+            raise UsageError(
+                f"field 'keys': key {key!r}: TOML has no null value",
+                hint="leave the key out, or declare the value the tool expects",
             )
 
 
@@ -184,12 +190,15 @@ class ConfigKind(Kind):
             "digest": keys_digest(fields["keys"]),
         }
 
+    def check(self, resource: Resource) -> None:
+        _storable(resource, self._format(resource))
+
     @staticmethod
     def _format(resource: Resource) -> str:
         fmt = resource.spec.get("format") or format_for_path(resource.target)
         if fmt is None:
             raise UsageError(
-                f"cannot tell the format of {resource.target} from its name",
+                f"field 'target': cannot tell the format of {resource.target} from its name",
                 hint='declare format = "toml", "json" or "yaml" for it',
             )
         return str(fmt)
@@ -199,7 +208,6 @@ class ConfigKind(Kind):
 
     # -- observe ------------------------------------------------------------
     def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
-        _storable(resource, self._format(resource))  # before anything is planned or shown
         path = ctx.path(resource.target)
         entry = ctx.fs.entry(path)
         if entry is None:

@@ -24,10 +24,9 @@ def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> di
         declared = os.path.normpath(os.path.join(base_dir, spec["source"]))
         # A source may be a link: read, hash and remember what it leads to.
         source, st = fs.follow(declared)
-        if st is None:
-            raise UsageError(f"source {spec['source']!r} does not exist (looked in {declared})")
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"source {spec['source']!r} is not a file (looked in {declared})")
+        if st is None or not stat.S_ISREG(st.st_mode):
+            what = "does not exist" if st is None else "is not a file"
+            raise UsageError(f"field 'source': {spec['source']!r} {what} (looked in {declared})")
         spec["source"] = source
         spec["digest"] = fs.digest_file(source, st)
     elif spec.get("content") is not None:

@@ -205,9 +205,8 @@ class TreeKind(Kind):
         declared = base_dir / fields["source"]
         source, st = fs.follow(declared)  # a link to the folder is witnessed, and followed
         if st is None or not stat.S_ISDIR(st.st_mode):
-            raise UsageError(
-                f"source folder {fields['source']!r} does not exist (looked in {declared})"
-            )
+            what = "does not exist" if st is None else "is not a folder"
+            raise UsageError(f"field 'source': {fields['source']!r} {what} (looked in {declared})")
         files = as_tree(fs.walk(source))
         return {"source": source, "files": files, "digest": tree_digest(files)}
 
