@@ -72,6 +72,27 @@ def test_replace_is_a_true_mirror(machine: Machine) -> None:
     assert sorted(p.name for p in machine.path("out").iterdir()) == ["a.txt"]
 
 
+def test_removing_only_its_own_unmodified_files_destroys_nothing(machine: Machine) -> None:
+    machine.source("src/a.txt", "a")
+    machine.source("src/b.txt", "b")
+    machine.converge(REPLACE)
+    (machine.base / "src/b.txt").unlink()
+    action = machine.action(REPLACE, "d")
+    assert action.payload["remove"] == ["b.txt"] and not action.destroys
+
+
+def test_overwriting_a_skill_with_files_added_by_hand_destroys_them_and_says_so(
+    machine: Machine,
+) -> None:
+    machine.source("skill/SKILL.md", "v1")
+    machine.converge(SKILL)
+    machine.put("skills/s/notes.md", "my notes")
+    machine.source("skill/SKILL.md", "v2")
+    action = machine.action(SKILL, "s", force=("s",))
+    assert action.payload["remove"] == ["notes.md"]
+    assert action.destroys, "a typed confirmation guards what trueup never wrote"
+
+
 def test_skill_three_way(machine: Machine) -> None:
     machine.source("skill/SKILL.md", "v1")
     assert machine.action(SKILL, "s").type is T.MIRROR_DIRECTORY

@@ -41,7 +41,7 @@ class DirectoryKind(tree.TreeKind):
             )
         live = observed.detail.get("files", {})
         if resource.policy == "replace":
-            return tree.mirror(resource, observed, list(live), "folder")
+            return tree.mirror(resource, observed, applied, list(live), "folder")
         clobbered = [] if force else tree.clobbered(resource.spec["files"], live, applied)
         if clobbered:
             return Decision(
@@ -55,4 +55,4 @@ class DirectoryKind(tree.TreeKind):
                 },
             )
         removable = tree.owned_unmodified(applied, live) if applied else []
-        return tree.mirror(resource, observed, removable, "folder")
+        return tree.mirror(resource, observed, applied, removable, "folder")

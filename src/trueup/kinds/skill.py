@@ -52,4 +52,4 @@ class SkillKind(tree.TreeKind):
                     "desired": resource.spec["digest"],
                 },
             )
-        return tree.mirror(resource, observed, list(live), "skill")
+        return tree.mirror(resource, observed, applied, list(live), "skill")

@@ -119,8 +119,22 @@ def _has_children(rel: str, live: Mapping[str, Any]) -> bool:
     return any(key.startswith(prefix) for key in live)
 
 
-def mirror(resource: Resource, observed: Observed, removable: Iterable[str], what: str) -> Decision:
-    plan = changes(resource.spec["files"], observed.detail.get("files", {}), removable)
+def mirror(
+    resource: Resource,
+    observed: Observed,
+    applied: Applied | None,
+    removable: Iterable[str],
+    what: str,
+) -> Decision:
+    """Write what differs and remove ``removable`` files that are not declared.
+
+    Removing a file trueup did not write, or that changed since it did,
+    destroys somebody's work: the plan says so and asks for a typed
+    confirmation, whichever policy or ``--overwrite`` led there.
+    """
+    live = observed.detail.get("files", {})
+    plan = changes(resource.spec["files"], live, removable)
+    safe = set(owned_unmodified(applied, live)) if applied else set()
     if not plan["write"] and not plan["remove"]:
         return Decision(ActionType.NO_OP, "up to date")
     parts = [f"write {len(plan['write'])}"] if plan["write"] else []
@@ -130,8 +144,7 @@ def mirror(resource: Resource, observed: Observed, removable: Iterable[str], wha
         ActionType.MIRROR_DIRECTORY,
         f"{verb} {what}: {', '.join(parts)} file(s)",
         plan,
-        # A true mirror deletes whatever else is there, files trueup never wrote included.
-        destroys=resource.policy == "replace" and bool(plan["remove"]),
+        destroys=any(rel not in safe for rel in plan["remove"]),
     )
 
 
