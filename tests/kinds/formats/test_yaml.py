@@ -472,3 +472,37 @@ def test_exponent_floats_get_a_point_so_yaml_1_1_reads_numbers(value: float, spe
     yaml11 = YAML(typ="safe", pure=True)
     yaml11.version = (1, 1)
     assert yaml11.load(io.StringIO(text))["x"] == value
+
+
+# --- files indented unevenly -----------------------------------------------------
+
+MIXED = "---\nx:\n    y: 1\nblk:\n  z: 1   # c\n  w: 2\n"
+
+
+def test_a_key_added_to_a_block_is_indented_like_its_siblings_not_like_the_first_block() -> None:
+    document = doc(MIXED)
+    document.set(("blk", "new"), 1)
+    assert document.to_text() == MIXED + "  new: 1\n"
+
+
+def test_a_value_changed_in_an_unevenly_indented_file_touches_only_its_line() -> None:
+    document = doc(MIXED)
+    document.set(("blk", "z"), 5)
+    lines = document.to_text().splitlines()
+    assert lines[:4] == MIXED.splitlines()[:4], "the --- marker and the other block stay"
+    assert lines[4].startswith("  z: 5") and lines[5] == "  w: 2"
+
+
+def test_a_new_nested_table_keeps_to_its_parents_indentation() -> None:
+    document = doc(MIXED)
+    document.set(("blk", "deep", "er"), 1)
+    text = document.to_text()
+    assert text.startswith(MIXED) and text[len(MIXED) :].startswith("  deep:\n")
+    assert load("yaml", text, origin="conf.yml").get(("blk", "deep", "er")) == 1
+
+
+def test_a_byte_order_mark_survives_an_edit_of_the_first_line() -> None:
+    document = doc("\ufeffa: 0     # note\nb: 1\n")
+    document.set(("a",), 1)
+    assert document.to_text().startswith("\ufeffa: 1")
+    assert document.to_text().endswith("\nb: 1\n")

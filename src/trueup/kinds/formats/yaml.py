@@ -52,6 +52,7 @@ __all__ = ["YamlDocument"]
 _YAML11_SPECIAL = re.compile(
     r"(?i:y|yes|n|no|on|off|true|false|null|~)|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?"
 )
+_BOM = "\ufeff"
 _LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
 # What every scalar style can hold as is (YAML printable, minus NEL/LS/PS/BOM/CR).
 _SAFE = re.compile(
@@ -343,9 +344,10 @@ def _restore(original: str, baseline: str, edited: str) -> str:
     """Apply the baseline→edited line diff to ``original`` instead of to ``baseline``.
 
     ``baseline`` is ruamel's rendering of the unedited file. Where it differs from
-    the original line for line, ruamel re-spelled something (spacing, a dropped
-    ``---``); those lines are taken from the original wherever the edit did not
-    touch them.
+    the original line for line, ruamel re-spelled something (spacing, indentation,
+    a dropped ``---``); those lines are taken from the original wherever the edit
+    did not touch them, and the lines the edit wrote are indented like the
+    original lines around them (ruamel indents every block alike, a file need not).
     """
     o = original.splitlines(keepends=True)
     b = baseline.splitlines(keepends=True)
@@ -361,18 +363,67 @@ def _restore(original: str, baseline: str, edited: str) -> str:
             to_original.update((i1 + k, j1 + k) for k in range(i2 - i1))
         elif tag == "insert":
             extra[i1].extend(o[j1:j2])
+    shifts = [
+        (_indent(b[i]), _indent(o[to_original[i]])) if i in to_original and _shaped(b[i]) else None
+        for i in range(len(b))
+    ]
     out: list[str] = []
+    # (ruamel's indent, the output's indent) of each structural line written so far.
+    before: list[tuple[int, int]] = []
     matcher = difflib.SequenceMatcher(None, b, e, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         for i in range(i1, i2):
             out.extend(extra.pop(i, []))
             if tag == "equal":
                 out.append(o[to_original[i]] if i in to_original else b[i])
-        if tag != "equal":
-            out.extend(e[j1:j2])
+                if _shaped(b[i]):
+                    before.append(shifts[i] or (_indent(b[i]), _indent(b[i])))
+        if tag == "equal":
+            continue
+        # Lines replaced by the edit say how their replacements are indented.
+        near = before + [shift for shift in shifts[i1:i2] if shift is not None]
+        after = [shift for shift in shifts[i2:] if shift is not None]
+        for line in e[j1:j2]:
+            moved = _reindent(line, near, after)
+            out.append(moved)
+            if _shaped(line):
+                near.append((_indent(line), _indent(moved)))
+                before.append((_indent(line), _indent(moved)))
     for i in sorted(extra):
         out.extend(extra[i])
     return "".join(out)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _shaped(line: str) -> bool:
+    """Whether a line's indentation carries structure (not blank, not a comment)."""
+    content = line.strip()
+    return bool(content) and not content.startswith("#")
+
+
+def _reindent(line: str, near: list[tuple[int, int]], after: list[tuple[int, int]]) -> str:
+    """Indent a line ruamel wrote like its sibling in the original, else like its parent."""
+    if not line.strip():
+        return line
+    depth = _indent(line)
+    sibling = parent = None
+    for spelled, kept in reversed(near):
+        if spelled <= depth:
+            if spelled == depth:
+                sibling = kept
+            else:
+                parent = kept + depth - spelled
+            break
+    if sibling is None:  # the first of its block: a sibling below may tell
+        for spelled, kept in after:
+            if spelled <= depth:
+                sibling = kept if spelled == depth else None
+                break
+    target = sibling if sibling is not None else parent if parent is not None else depth
+    return " " * max(target, 0) + line[depth:]
 
 
 # --- the document ----------------------------------------------------------------
@@ -383,6 +434,9 @@ class YamlDocument(BaseDocument):
 
     def __init__(self, text: str, origin: str) -> None:
         super().__init__(text, origin)
+        # ruamel drops a byte-order mark; it is put back in front of any edit.
+        self._bom = _BOM if text.startswith(_BOM) else ""
+        text = text[len(self._bom) :]
         self._yaml = _make_yaml(text)
         self._head = ""  # a comments-only file: kept above the first new key
         data = self._parse(text)
@@ -529,8 +583,11 @@ class YamlDocument(BaseDocument):
         return stream.getvalue()
 
     def _render(self) -> str:
+        return self._bom + self._render_body()
+
+    def _render_body(self) -> str:
         edited = self._dump(self._data)
-        original = self._original
+        original = self._original[len(self._bom) :]
         if self._head:
             head = self._head if self._head.endswith("\n") else self._head + "\n"
             return head + edited if self._data else head
@@ -539,7 +596,7 @@ class YamlDocument(BaseDocument):
         edited = _with_newline(edited, newline)
         if not original.endswith("\n"):
             original += newline
-        baseline = _with_newline(self._dump(self._parse(self._original)), newline)
+        baseline = _with_newline(self._dump(self._parse(original)), newline)
         if baseline == original:
             return edited
         restored = _restore(original, baseline, edited)
