@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
 
 from trueup.engine import Engine
 from trueup.execute.executor import RunResult
@@ -47,6 +52,15 @@ class Machine:
 
     def path(self, target: str) -> Path:
         return self.root / target
+
+    def load(self, target: str) -> Any:
+        """A config target as plain data, read by a parser that is not trueup's."""
+        text = self.path(target).read_text()
+        if target.endswith(".toml"):
+            return tomllib.loads(text)
+        if target.endswith(".json"):
+            return json.loads(text)
+        return YAML(typ="safe").load(text)
 
     def put(self, target: str, text: str) -> Path:
         path = self.path(target)

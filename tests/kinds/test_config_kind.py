@@ -176,3 +176,55 @@ def test_a_key_reached_through_a_yaml_alias_needs_a_person(machine: Machine) -> 
     assert action.type is T.HUMAN_ACTION and "YAML anchor &d" in action.summary
     machine.apply(body)
     assert machine.path("c/app.yaml").read_text() == text, "defaults.color is not changed"
+
+
+@pytest.mark.parametrize(
+    ("target", "before"),
+    [
+        ("c/config.toml", "# mine\nkeep = 0\n"),
+        ("c/settings.json", '{"keep": 0}\n'),
+        ("c/app.yaml", "# mine\nkeep: 0\n"),
+    ],
+)
+def test_dropping_nested_keys_takes_away_the_tables_trueup_made_for_them(
+    machine: Machine, target: str, before: str
+) -> None:
+    machine.put(target, before)
+    machine.converge(config(target, '"sandbox.mode" = "ws", "a.b.c" = 1'))
+    machine.converge(config(target, '"sandbox.mode" = "ws"'))
+    assert "b" not in machine.load(target).get("a", {}), "a.b went with its last key"
+    assert "a" not in machine.load(target)
+    machine.converge(OTHER)
+    assert machine.path(target).read_text() == before, "the file is as it was before trueup"
+
+
+def test_a_table_that_was_there_before_trueup_stays_when_its_keys_go(machine: Machine) -> None:
+    target = "c/settings.json"
+    machine.put(target, '{"env": {}}\n')
+    machine.converge(config(target, '"env.X" = "1"'))
+    machine.converge(OTHER)
+    assert machine.path(target).read_text() == '{"env": {}}\n'
+
+
+def test_a_table_that_holds_a_persons_key_too_stays(machine: Machine) -> None:
+    target = "c/config.toml"
+    machine.converge(config(target, '"sandbox.mode" = "ws"'))
+    machine.path(target).write_text(machine.path(target).read_text() + 'network = "on"\n')
+    machine.converge(OTHER)
+    assert machine.load(target) == {"sandbox": {"network": "on"}}
+
+
+@pytest.mark.parametrize("target", ["c/config.toml", "c/settings.json", "c/app.yaml"])
+def test_a_config_file_trueup_made_goes_with_its_last_key(machine: Machine, target: str) -> None:
+    machine.converge(config(target, '"env.X" = "1"'))
+    assert machine.path(target).exists()
+    machine.converge(OTHER)
+    assert not machine.path(target).exists()
+
+
+def test_a_config_file_trueup_made_stays_if_a_person_wrote_in_it(machine: Machine) -> None:
+    target = "c/config.toml"
+    machine.converge(config(target, '"env.X" = "1"'))
+    machine.path(target).write_text("# my notes\n" + machine.path(target).read_text())
+    machine.converge(OTHER)
+    assert machine.path(target).read_text().startswith("# my notes\n")

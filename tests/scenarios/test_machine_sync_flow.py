@@ -548,6 +548,7 @@ def test_keys_declared_with_needless_quotes_are_removed_when_dropped(world: Worl
         head + '[[resource]]\nid = "c"\nkind = "config"\ntarget = "c.toml"\n'
         "keys = { '\"quoted\"' = 1, 'sec.\"inner\"' = 2 }\n",
     )
+    world.target("c.toml").write_text("mine = 0\n")  # so the file stays when the keys go
     assert world.run("apply", str(profile), "--root", root, "--yes").code == 0
     world.write("q.toml", head)
     dropped = world.run("apply", str(profile), "--root", root, "--yes")
@@ -555,6 +556,7 @@ def test_keys_declared_with_needless_quotes_are_removed_when_dropped(world: Worl
     assert "left changed" not in dropped.out
     assert "quoted" not in world.target("c.toml").read_text()
     assert "inner" not in world.target("c.toml").read_text()
+    assert world.target("c.toml").read_text() == "mine = 0\n"
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])

@@ -303,10 +303,11 @@ class ConfigKind(Kind):
             if resource is None:
                 return Decision(ActionType.REMOVE_RESOURCE, "forget (no keys left to remove)")
             return Decision(ActionType.NO_OP, "up to date")
-        payload = {
+        payload: dict[str, Any] = {
             "set": changes,
             "unset": unset,
             "replace": replace,
+            **_made(flat, changes, unset, declared, applied, observed.state == "absent"),
         }
         if resource is None:
             note = f"; left changed key(s) {', '.join(kept)}" if kept else ""
@@ -350,15 +351,32 @@ class ConfigKind(Kind):
             return str(fresh.to_text())
         for key in payload.get("unset", []):
             doc.delete(parse_key_path(key))
+        for table in payload.get("prune", []):
+            doc.delete(parse_key_path(table))
         for key, value in payload.get("set", {}).items():
             doc.set(parse_key_path(key), value)
-        return str(doc.to_text())
+        text = str(doc.to_text())
+        if payload.get("unset") and text.endswith("\n\n") and not current.endswith("\n\n"):
+            # A deleted last table leaves the blank line that once set it apart.
+            text = text.rstrip("\r\n") + ("\r\n" if "\r\n" in current else "\n")
+        return text
+
+    def _outcome(
+        self, action: Action, resource: Resource, fs: ReadOnlyFS, path: Path
+    ) -> str | None:
+        """The file's new text, or ``None`` when it goes: trueup made it and nothing is left."""
+        text = self._new_text(action, resource, fs, path)
+        dropped = action.type is ActionType.REMOVE_RESOURCE and action.payload.get("file_made")
+        return None if dropped and text.strip() in ("", "{}") else text
 
     def apply(self, action: Action, resource: Resource, ctx: ApplyContext) -> None:
         path = ctx.path(resource.target)
         entry = ctx.fs.entry(path)
-        text = self._new_text(action, resource, ctx.fs, path)
-        ctx.fs.write(path, text.encode("utf-8"), bool(entry and entry.executable))
+        text = self._outcome(action, resource, ctx.fs, path)
+        if text is None:
+            ctx.fs.remove(path)
+        else:
+            ctx.fs.write(path, text.encode("utf-8"), bool(entry and entry.executable))
 
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
         observed = self.observe(resource, ctx)
@@ -373,14 +391,65 @@ class ConfigKind(Kind):
     def record(self, action: Action, resource: Resource) -> Mapping[str, Any] | None:
         if action.type is ActionType.REMOVE_RESOURCE:
             return None
-        return {"keys": {k: value_digest(v) for k, v in resource.spec["keys"].items()}}
+        detail: dict[str, Any] = {
+            "keys": {k: value_digest(v) for k, v in resource.spec["keys"].items()}
+        }
+        if action.payload.get("tables"):
+            detail["tables"] = action.payload["tables"]
+        if action.payload.get("file_made"):
+            detail["file_made"] = True
+        return detail
 
     def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
         path = ctx.path(resource.target)
         entry = ctx.fs.entry(path)
         old = ctx.fs.read_bytes(path) if entry is not None else None
-        new = self._new_text(action, resource, ctx.fs, path).encode("utf-8")
-        return text_diff(old, new, resource.target)
+        text = self._outcome(action, resource, ctx.fs, path)
+        return text_diff(old, None if text is None else text.encode("utf-8"), resource.target)
+
+
+def _made(
+    flat: Mapping[str, Any],
+    changes: Mapping[str, Any],
+    unset: list[str],
+    declared: Mapping[str, Any],
+    applied: Applied | None,
+    absent: bool,
+) -> dict[str, Any]:
+    """What trueup brought into the file, so dropping its keys can take it away again.
+
+    ``tables``: tables trueup created to hold its keys (none of them was there);
+    ``prune``: those this write leaves empty, deepest first, which go too;
+    ``file_made``: trueup created the file, so it goes once nothing is left in it.
+    """
+    recorded = applied.detail if applied else {}
+    made = set(recorded.get("tables", []))
+    for key in changes:
+        parts = parse_key_path(key)
+        for depth in range(1, len(parts)):
+            table = format_key_path(parts[:depth])
+            if not _holds(flat, table):
+                made.add(table)
+    gone = {_spelt(k) for k in unset}
+    left = {k for k in flat if k not in gone} | {_spelt(k) for k in declared}
+    prune = sorted(
+        (table for table in made if not _holds(left, table)),
+        key=lambda table: (-len(parse_key_path(table)), table),
+    )
+    found: dict[str, Any] = {}
+    if made - set(prune):
+        found["tables"] = sorted(made - set(prune))
+    if prune and unset:
+        found["prune"] = prune
+    if recorded.get("file_made") or (absent and applied is None):
+        found["file_made"] = True
+    return found
+
+
+def _holds(keys: Iterable[str], table: str) -> bool:
+    """Whether any of the dotted ``keys`` is ``table`` or lies inside it."""
+    inside = table + "."
+    return any(k == table or k.startswith(inside) for k in keys)
 
 
 def _same(live: object, declared: object) -> bool:
