@@ -147,13 +147,7 @@ class Engine:
         history = self.store.run_history(target.key)
         applied = self.store.applied(target.key)
         resources = {r.id: r for r in profile.resources}
-        unknown = sorted(set(force) - set(resources) - set(applied))
-        if unknown:
-            raise UsageError(
-                f"--overwrite {unknown[0]}: no resource has that id in {profile.path} "
-                "or among those trueup applied here",
-                hint="use the id of a resource the plan reports as drift",
-            )
+        check_overwrite(force, resources, applied, profile.path)
         observed = observe_all(
             [
                 *profile.resources,
@@ -510,6 +504,19 @@ def is_saved_plan(path: Path) -> bool:
     except OSError:
         return False
     return SAVED_PLAN_SCHEMA.encode() in head or SAVED_PLAN_SCHEMA.encode() in tail
+
+
+def check_overwrite(
+    force: Iterable[str], declared: Iterable[str], applied: Iterable[str], source: Path
+) -> None:
+    """Refuse an ``--overwrite`` id that names nothing: a typo must not pass unnoticed."""
+    unknown = sorted(set(force) - set(declared) - set(applied))
+    if unknown:
+        raise UsageError(
+            f"--overwrite {unknown[0]}: no resource has that id in {source} "
+            "or among those trueup applied here",
+            hint="use the id of a resource the plan reports as drift",
+        )
 
 
 def observe_all(

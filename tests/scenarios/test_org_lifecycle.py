@@ -228,3 +228,49 @@ def test_objects_left_in_a_renamed_identity_org_are_forgotten_not_called_gone(
     planned = org.run("org", "plan", org.path)
     assert "already gone" not in planned.out, planned.out
     assert "not found in the org's scope; nothing is deleted" in planned.out
+
+
+def test_the_audit_log_records_the_outcome_the_command_reported(org: OrgWorld) -> None:
+    org.declare(
+        ORG.replace('forward_to = ["founders@example.com"]', 'forward_to = ["ops@example.com"]')
+    )
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 3
+    [row, *_] = org.run("audit", "list", "--event", "plan.applied", "--json").json["data"]
+    assert row["detail"]["outcome"] == "human-action-required"
+
+
+def test_an_apply_that_stops_before_its_first_step_is_audited(org: OrgWorld) -> None:
+    org.env = {**org.env, "TRUEUP_COOLIFY_TOKEN": "wrong"}
+    refused = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
+    assert refused.code == 5, refused.out + refused.err
+    [row, *_] = org.run("audit", "list", "--event", "plan.applied", "--json").json["data"]
+    assert row["outcome"] == "failed" and row["detail"]["outcome"] == "failed"
+    assert "wrong" not in row["reason"]
+
+
+def test_one_domain_on_two_apps_is_refused_before_anything_is_created(org: OrgWorld) -> None:
+    second = (
+        '\n[[app]]\nname = "docs"\nimage = "nginx:1"\ndomains = ["https://portal.acme.test/x"]\n'
+    )
+    org.declare(ORG + second)
+    planned = org.run("org", "plan", org.path)
+    assert planned.code == 2, planned.out + planned.err
+    assert "[[app]] 'docs': field 'domains': portal.acme.test is a domain of [[app]] 'portal'" in (
+        planned.err
+    )
+
+
+def test_an_env_var_trueup_set_and_no_longer_declares_is_removed_not_called_unmanaged(
+    org: OrgWorld,
+) -> None:
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 0
+    org.declare(ORG.replace('env = { LOG_LEVEL = "info" }', "env = {}"))
+    planned = org.run("org", "plan", org.path)
+    assert "LOG_LEVEL of portal" not in planned.out, planned.out
+    assert "LOG_LEVEL" in planned.out, "the removal itself is shown"
+
+
+def test_overwriting_an_id_the_org_does_not_have_is_a_usage_error(org: OrgWorld) -> None:
+    planned = org.run("org", "plan", org.path, "--overwrite", "no.such.resource")
+    assert planned.code == 2
+    assert "--overwrite no.such.resource: no resource has that id" in planned.err

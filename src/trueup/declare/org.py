@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -365,10 +366,16 @@ def _apps(build: _Builder, model: OrgFile) -> str | None:
     ]
     if model.chat is not None:
         items.append(("[chat]", "chat.app", model.chat))
+    hosts: dict[str, str] = {}  # Coolify refuses a host another application serves
     for section, rid, app in items:
         if (app.name, app.environment) in seen:
             raise build.fail(section, f"an app named {app.name!r} is declared twice")
         seen.add((app.name, app.environment))
+        for url in app.domains:
+            host = (urlsplit(url).hostname or "").lower()
+            if host in hosts and hosts[host] != section:
+                raise build.fail(section, f"field 'domains': {host} is a domain of {hosts[host]}")
+            hosts[host] = section
         if app.environment not in environments:
             raise build.fail(
                 section, f"field 'environment': {app.environment!r} is not in [apps] environments"

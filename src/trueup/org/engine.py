@@ -19,7 +19,7 @@ from typing import Any
 
 from trueup import audit
 from trueup.declare.org import DeclaredOrg, load_org
-from trueup.engine import Engine, drift_items
+from trueup.engine import Engine, check_overwrite, drift_items
 from trueup.errors import ConflictError, TrueupError, UsageError
 from trueup.execute.crashpoints import reach
 from trueup.execute.executor import Executor, RunResult
@@ -120,7 +120,18 @@ class OrgEngine:
         target = org_target(org)
         if permission is not None:
             self.base.gates(target, _EVENT[permission]).authorize(permission)
+        try:
+            return self._observe_and_plan(org, target, force)
+        except TrueupError as exc:  # a provider unreachable or refusing
+            if permission == "apply" and not isinstance(exc, UsageError):
+                self._audit_failure(target, exc, None)
+            raise
+
+    def _observe_and_plan(
+        self, org: DeclaredOrg, target: Target, force: Iterable[str]
+    ) -> OrgPrepared:
         applied = self.store.applied(target.key)
+        check_overwrite(force, (r.id for r in org.resources), applied, org.path)
         services = connect(org, applied, self.settings.data, self.env, self.policy)
         self._opened.append(services)
         ctx = ObserveContext(
@@ -194,13 +205,18 @@ class OrgEngine:
         gates.confirm(plan.actions, confirmation)
         if not plan.changes:
             state = self._record_state(prepared, None)
-            self._audit(prepared.target, plan.digest, None)
-            return OrgApplied(None, state, _final(prepared.plan, None, state), "nothing to change")
+            outcome = _final(prepared.plan, None, state)
+            self._audit(prepared.target, plan.digest, None, outcome)
+            return OrgApplied(None, state, outcome, "nothing to change")
         self._supersede_dead_holder(prepared.target)
         run = gates.lock(plan)
         reach("run-started")
         try:
-            fresh = self.prepare(Path(plan.source), plan.force, permission=None)
+            try:
+                fresh = self.prepare(Path(plan.source), plan.force, permission=None)
+            except TrueupError as exc:  # a provider unreachable or refusing: nothing was changed
+                self._audit_failure(prepared.target, exc, plan.digest, run.id)
+                raise
             gates.fresh(plan, fresh.plan)
         except BaseException:
             self.store.set_run_status(run.id, "refused", "refused", "plan went stale")
@@ -231,10 +247,10 @@ class OrgEngine:
         )
         result = executor.execute(prepared.plan, first_seq)
         state = self._record_state(prepared, result, first_seq)
-        self._audit(prepared.target, digest, result, event)
         # The run's own outcome says converged when every action was verified; the
         # org's says what is still not true. One outcome, wherever it is shown.
         result.outcome = _final(prepared.plan, result, state)
+        self._audit(prepared.target, digest, result, result.outcome, event)
         message = result.message or _not_yet(state)
         return OrgApplied(result, state, result.outcome, message, prepared.services.stats())
 
@@ -371,19 +387,40 @@ class OrgEngine:
         return state
 
     def _audit(
-        self, target: Target, digest: str, result: RunResult | None, event: str = "plan.applied"
+        self,
+        target: Target,
+        digest: str,
+        result: RunResult | None,
+        outcome: Outcome,
+        event: str = "plan.applied",
     ) -> None:
-        failed = result is not None and result.outcome in (Outcome.FAILED, Outcome.INTERRUPTED)
+        failed = outcome in (Outcome.FAILED, Outcome.INTERRUPTED)
         audit.record(
             self.store,
             event,
             "failed" if failed else "success",
             self.base.actor,
             target,
-            reason=(result.message or result.outcome.value) if failed and result else None,
+            reason=(result.message or outcome.value) if failed and result else None,
             plan_digest=digest,
             run_id=result.run_id if result else None,
-            detail={"outcome": result.outcome.value if result else "nothing to change"},
+            detail={"outcome": outcome.value if result else "nothing to change"},
+        )
+
+    def _audit_failure(
+        self, target: Target, error: TrueupError, digest: str | None, run_id: str | None = None
+    ) -> None:
+        """An apply that stopped before its first step is on the record too."""
+        audit.record(
+            self.store,
+            "plan.applied",
+            "failed",
+            self.base.actor,
+            target,
+            reason=error.message,
+            plan_digest=digest,
+            run_id=run_id,
+            detail={"outcome": Outcome.FAILED.value},
         )
 
     def status(self) -> list[tuple[str, OrgState]]:

@@ -111,7 +111,8 @@ class ApplicationKind(RemoteKind):
         if observed.state == "absent":
             return observed
         session: CoolifySession = ctx.services["coolify"]
-        keys = set(resource.spec.get("env", {}))
+        # A key an earlier apply set is trueup's too: dropping it deletes it.
+        keys = managed_keys(resource, applied_record(ctx, resource.id))
         claims = [
             str(e["uuid"])
             for e in session.envs.get(str(observed.detail["id"]), [])
