@@ -215,3 +215,32 @@ def test_recover_refuses_to_resume_an_org_file_edited_after_the_kill(org: OrgWor
     applied = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
     assert applied.code in (0, 3), applied.out + applied.err
     assert any(r.get("content") == "203.0.113.99" for r in org.fakes.cloudflare.records(org.zone()))
+
+
+def signing_keys(fakes: FakeProviders) -> list[str]:
+    """The chat app's signing key values, straight from the fake."""
+    [chat] = [a for a in fakes.coolify.list_applications() if a["name"] == "chat"]
+    return [
+        str(e["value"])
+        for e in fakes.coolify.list_envs(chat["uuid"])
+        if e["key"] == "CHAT_SIGNING_KEY"
+    ]
+
+
+def test_a_rekey_killed_during_its_call_is_recognised_as_trueups_and_not_done_twice(
+    org: OrgWorld,
+) -> None:
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 0
+    [first] = signing_keys(org.fakes)
+    org.declare(Path(org.path).read_text() + "key_generation = 2\n")
+    kill_at(org, "remote-returned:1")  # the re-key happened; its result was not recorded
+    [written] = signing_keys(org.fakes)
+    assert written != first
+    planned = org.run("org", "plan", org.path)
+    assert "changed outside trueup" not in planned.out, planned.out
+    assert "that an interrupted run wrote" in planned.out
+    resumed = org.run("org", "apply", org.path, "--yes")
+    assert resumed.code == 0, resumed.out + resumed.err
+    assert signing_keys(org.fakes) == [written], "sessions signed with it keep working"
+    settled = org.run("org", "plan", org.path, "--json")
+    assert settled.json["status"] == "converged", settled.out

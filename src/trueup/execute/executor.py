@@ -38,7 +38,7 @@ from trueup.execute.crashpoints import reach
 from trueup.execute.rollback import Capture, RollbackStore
 from trueup.execute.verification import verify_command
 from trueup.fs import TargetAppeared, WritableFS
-from trueup.kinds.base import ApplyContext, ObserveContext
+from trueup.kinds.base import INTENT, ApplyContext, ObserveContext
 from trueup.model import (
     EXCLUSIVE,
     HANDED_OVER,
@@ -145,7 +145,7 @@ class Executor:
         self.applied = applied
         self.fs = fs
         self.rollback = rollback
-        self.ctx = ApplyContext(root=root, fs=fs, services=services or {})
+        self.ctx = ApplyContext(root=root, fs=fs, services=services or {}, intend=self._intend)
         self.read_ctx = ObserveContext(root=root, fs=fs, services=services or {})
         self.progress = progress
         # A queued job's run outlives this plan: the job runner finishes it.
@@ -369,6 +369,30 @@ class Executor:
         )
         with self.store.db.transaction():
             self.store.put_applied(self.run.target.key, [record])
+
+    def _intend(self, intent: Mapping[str, Any]) -> None:
+        """Record a remote action's intent before its call (see ``ApplyContext.intend``).
+
+        The record keeps its verified digest: the intent only adds what the
+        call will have made true if it happened.
+        """
+        [(_, action)] = self._current  # a remote action runs alone
+        record = self.applied.get(action.resource_id)
+        detail = {**(record.detail if record else {}), INTENT: dict(intent)}
+        stamp = now()
+        with self.store.db.transaction():
+            self.store.put_applied(
+                self.run.target.key,
+                [
+                    Applied(
+                        self._resource(action),
+                        record.digest if record else None,
+                        detail,
+                        record.revision if record else self.run.plan_digest or "",
+                        record.applied_at if record else stamp,
+                    )
+                ],
+            )
 
     def _fail_remote(self, message: str) -> bool:
         """Mark remote actions in flight failed (nothing restores them); any?"""

@@ -8,7 +8,7 @@ along. A new kind is one module with one ``Kind`` subclass, registered in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -43,12 +43,25 @@ class ObserveContext:
         return self.resolver.resolve_str(target)
 
 
+def _nowhere(intent: Mapping[str, Any]) -> None:
+    """Where an intent goes when nothing runs the action (a preview, a test)."""
+
+
 @dataclass(frozen=True)
 class ApplyContext(ObserveContext):
     """What a mutation may use: the same root, and a file system that writes."""
 
     fs: WritableFS
+    #: Keep, durably and before a remote call, what the call is about to make
+    #: true that trueup could not recognise afterwards as its own (the digest of
+    #: a secret it generates). Should the run die during the call, the next plan
+    #: finds the intent in the applied record (``INTENT`` in its detail) and can
+    #: tell "written by that run" from "changed by somebody".
+    intend: Callable[[Mapping[str, Any]], None] = _nowhere
 
+
+#: The applied-record detail key of an intent (see ``ApplyContext.intend``).
+INTENT = "intent"
 
 # The payload of drift that --overwrite cannot take over (something in the way,
 # a value trueup cannot edit): a person fixes it by hand, then plans again.

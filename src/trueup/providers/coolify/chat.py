@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from trueup.canonical import sha256_hex
-from trueup.kinds.base import ApplyContext, Decision, ObserveContext
+from trueup.kinds.base import INTENT, ApplyContext, Decision, ObserveContext
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
 from trueup.providers.coolify.apps import app_uuid
 from trueup.providers.coolify.session import CoolifySession
@@ -73,6 +74,33 @@ class SigningKeyKind(RemoteKind):
             return Decision(
                 ActionType.REMOVE_RESOURCE, "stop managing the signing key", {"op": "forget"}
             )
+        intent = applied.detail.get(INTENT) if applied else None
+        if applied is None or not intent or observed.digest != intent.get("digest"):
+            return self._decide(resource, observed, applied, force)
+        # The live key is the one a run that died during its call was writing:
+        # trueup's own, so neither drift nor a reason to re-key again.
+        adopted = replace(
+            applied,
+            digest=observed.digest,
+            detail={
+                **{k: v for k, v in applied.detail.items() if k != INTENT},
+                "app": intent["app"],
+                "generation": intent["generation"],
+            },
+        )
+        decision = self._decide(resource, observed, adopted, force)
+        if decision.type is not ActionType.NO_OP:
+            return decision
+        return Decision(
+            ActionType.VERIFY_ONLY,
+            f"record the {self.noun(resource)} (generation {intent['generation']}) that an "
+            "interrupted run wrote",
+            {"op": "adopt", "digest": observed.digest, **adopted.detail},
+        )
+
+    def _decide(
+        self, resource: Resource, observed: Observed, applied: Applied | None, force: bool
+    ) -> Decision:
         noun = self.noun(resource)
         wanted = int(resource.spec["generation"])
         if observed.state == "absent":
@@ -121,18 +149,23 @@ class SigningKeyKind(RemoteKind):
             raise RuntimeError(f"coolify: chat app {spec['app']!r} does not exist")
         key = secrets.token_urlsafe(48)
         register_secret(key)
+        generation = int(spec["generation"])
+        ctx.intend({"digest": key_digest(key), "app": uuid, "generation": generation})
         session.write.upsert_envs(uuid, [{"key": spec["key"], "value": key}])
         session.key_digests[resource.id] = key_digest(key)
         session.write.lifecycle(uuid, "restart")
         previous = applied_record(ctx, resource.id)
-        return {
-            **(previous.detail if previous else {}),
-            "app": uuid,
-            "generation": int(spec["generation"]),
-        }
+        return {**(previous.detail if previous else {}), "app": uuid, "generation": generation}
+
+    def record(self, action: Action, resource: Resource) -> Mapping[str, Any] | None:
+        payload = action.payload
+        if payload.get("op") == "adopt":
+            return {k: v for k, v in payload.items() if k not in ("op", "digest")}
+        return super().record(action, resource)
 
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
-        if action.payload.get("op") != "set-key":
+        op = action.payload.get("op")
+        if op not in ("set-key", "adopt"):
             return Evidence("passed", "none", message="no longer managed")
         session: CoolifySession = service(ctx, self.provider)
         spec = resource.spec
@@ -141,7 +174,10 @@ class SigningKeyKind(RemoteKind):
         if item is None:
             return Evidence("failed", "read-back", None, message=f"{self.noun(resource)} not found")
         found = key_digest(str(item.get("value") or ""))
-        ok = found == session.key_digests.get(resource.id)
+        expected = (
+            action.payload["digest"] if op == "adopt" else session.key_digests.get(resource.id)
+        )
+        ok = found == expected
         return Evidence(
             "passed" if ok else "failed",
             "read-back",
