@@ -409,10 +409,11 @@ class Engine:
         surprises = unplanned(prepared.plan, journaled)
         if surprises:
             # Nobody reviewed these: the run was to do something else there.
+            kept = f" (kept as changed after the run: {', '.join(restored.kept)})"
             message = (
-                "recovered: in-flight actions restored; the rest was not redone, as it is not "
-                f"what the run planned any more ({surprises[0]}): review it with trueup plan, "
-                "then apply"
+                f"recovered: in-flight actions restored{kept if restored.kept else ''}; the rest "
+                f"was not redone, as it is not what the run planned any more ({surprises[0]}): "
+                "review it with trueup plan, then apply"
             )
             self.store.set_run_status(run.id, "finished", Outcome.INTERRUPTED.value, message)
             rollback.discard()
@@ -548,11 +549,20 @@ def unplanned(plan: Plan, journaled: Sequence[RunAction]) -> list[str]:
     if not journaled:
         return []
     planned = {(a.action.resource_id, a.action.type, a.action.summary) for a in journaled}
-    return [
-        f"{a.resource_id}: {a.summary}"
-        for a in plan.actions
-        if a.type.applies and (a.resource_id, a.type, a.summary) not in planned
-    ]
+    # What each target looked like to the run's plan: a target that looks
+    # otherwise now (an edit after the crash, kept by the restore) is not the
+    # one the run was to change, even where the action reads the same.
+    seen = {a.action.resource_id: a.observed for a in journaled if a.observed is not None}
+    surprises = []
+    for action in plan.actions:
+        if not action.type.applies:
+            continue
+        rid = action.resource_id
+        if (rid, action.type, action.summary) not in planned:
+            surprises.append(f"{rid}: {action.summary}")
+        elif action.changes_target and rid in seen and plan.observed.get(rid) != seen[rid]:
+            surprises.append(f"{rid}: its target changed after the run planned to {action.summary}")
+    return surprises
 
 
 def drift_items(plan: Plan) -> list[dict[str, Any]]:

@@ -201,3 +201,48 @@ def test_ctrl_c_between_actions_says_so_and_keeps_the_run_for_recover(world: Wor
     recovered = world.run("recover")
     assert recovered.code == 0, recovered.out + recovered.err
     assert read(world, "f.txt") == "declared\n"
+
+
+@pytest.mark.parametrize("boundary", ["journal-running", "mutated"])
+def test_recover_never_redoes_an_action_over_an_edit_made_after_the_crash(
+    world: World, boundary: str
+) -> None:
+    # Under "replace" the fresh plan reads the same ("update file"), yet the
+    # file is not the one the run planned to replace: a person's work now.
+    world.target("a.txt").write_text("original\n")
+    profile = str(world.write("a.toml", ONE_REPLACE))
+    killed = world.run(
+        "apply", profile, "--root", str(world.root), "--yes", env={"TRUEUP_CRASH_AT": boundary}
+    )
+    assert killed.code == -9
+    world.target("a.txt").write_text("my edit after the crash\n")
+    recovered = world.run("recover")
+    assert recovered.code == 3, recovered.out + recovered.err
+    assert read(world, "a.txt") == "my edit after the crash\n"
+    assert "its target changed after the run planned" in recovered.out
+    assert "kept as changed after the run" in recovered.out
+
+
+def test_recover_redoes_what_is_still_as_the_run_planned(world: World) -> None:
+    world.target("a.txt").write_text("original\n")
+    profile = str(world.write("a.toml", ONE_REPLACE))
+    killed = world.run(
+        "apply", profile, "--root", str(world.root), "--yes", env={"TRUEUP_CRASH_AT": "mutated"}
+    )
+    assert killed.code == -9
+    recovered = world.run("recover")
+    assert recovered.code == 0, recovered.out + recovered.err
+    assert read(world, "a.txt") == "declared\n"
+
+
+ONE_REPLACE = """
+[profile]
+id = "one"
+name = "One"
+
+[[resource]]
+id = "a"
+kind = "file"
+target = "a.txt"
+content = "declared\\n"
+"""

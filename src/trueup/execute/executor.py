@@ -160,7 +160,7 @@ class Executor:
     def execute(self, plan: Plan, first_seq: int = 0) -> RunResult:
         self._observed = plan.observed
         journaled = [a for a in plan.actions if a.type is not ActionType.NO_OP]
-        self.store.add_actions(self.run.id, journaled, first_seq)
+        self.store.add_actions(self.run.id, journaled, first_seq, plan.observed)
         reach("journal-pending")
         seqs = list(range(first_seq, first_seq + len(journaled)))
         pending = [(s, a) for s, a in zip(seqs, journaled, strict=True) if a.type.applies]

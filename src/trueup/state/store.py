@@ -11,7 +11,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -100,6 +100,8 @@ class RunAction:
     rollback_ref: str | None
     evidence: dict[str, Any] | None
     message: str | None
+    #: The identity of what the plan observed at the target (Observed.identity).
+    observed: str | None = None
 
 
 class RunLocked(Exception):
@@ -356,8 +358,19 @@ class Store:
             self._event(run_id, f"run.{status}", {"outcome": outcome})
 
     # -- the journal --------------------------------------------------------
-    def add_actions(self, run_id: str, actions: Sequence[Action], first_seq: int = 0) -> None:
+    def add_actions(
+        self,
+        run_id: str,
+        actions: Sequence[Action],
+        first_seq: int = 0,
+        observed: Mapping[str, str] | None = None,
+    ) -> None:
+        """Journal actions pending, each with what its plan saw at the target.
+
+        A recovery redoes an action only while its target still looks like that.
+        """
         stamp = now()
+        seen = observed or {}
         with self.db.transaction():
             self.db.executemany(
                 "INSERT INTO run_actions (run_id, seq, resource_id, action, status, updated_at) "
@@ -367,7 +380,9 @@ class Store:
                         "run": run_id,
                         "seq": i,
                         "rid": a.resource_id,
-                        "action": storage_text(a.to_json()),
+                        "action": storage_text(
+                            {**a.to_json(), "observed": seen.get(a.resource_id)}
+                        ),
                         "at": stamp,
                     }
                     for i, a in enumerate(actions, start=first_seq)
@@ -420,17 +435,21 @@ class Store:
             "WHERE run_id = :run ORDER BY seq",
             {"run": run_id},
         )
-        return [
-            RunAction(
-                seq=int(seq),
-                action=Action.from_json(json.loads(action)),
-                status=status,
-                rollback_ref=ref,
-                evidence=json.loads(ev) if ev else None,
-                message=msg,
+        found = []
+        for seq, action, status, ref, ev, msg in rows:
+            data = json.loads(action)
+            found.append(
+                RunAction(
+                    seq=int(seq),
+                    action=Action.from_json(data),
+                    status=status,
+                    rollback_ref=ref,
+                    evidence=json.loads(ev) if ev else None,
+                    message=msg,
+                    observed=data.get("observed"),
+                )
             )
-            for seq, action, status, ref, ev, msg in rows
-        ]
+        return found
 
     def action_resource(self, run_id: str, seq: int) -> str:
         row = self.db.one(
