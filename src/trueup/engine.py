@@ -20,6 +20,7 @@ from trueup.declare.profile import Profile, load_profile
 from trueup.errors import ApplyFailedError, ConflictError, UsageError
 from trueup.execute.crashpoints import reach
 from trueup.execute.executor import (
+    ActionResult,
     Executor,
     RunResult,
     restore_interrupted,
@@ -415,9 +416,15 @@ class Engine:
                 f"was not redone, as it is not what the run planned any more ({surprises[0]}): "
                 "review it with trueup plan, then apply"
             )
-            self.store.set_run_status(run.id, "finished", Outcome.INTERRUPTED.value, message)
+            outcome = Outcome.HUMAN_ACTION_REQUIRED
+            self.store.set_run_status(run.id, "finished", outcome.value, message)
             rollback.discard()
-            return RunResult(run.id, Outcome.HUMAN_ACTION_REQUIRED, [], message)
+            done = [
+                ActionResult(a.seq, a.action, a.status, message=a.message or "")
+                for a in self.store.run_actions(run.id)
+                if a.status == "succeeded"
+            ]
+            return RunResult(run.id, outcome, done, message)
         return self._execute(run, prepared, self.store.next_seq(run.id), progress)
 
     def abandon(self, run_id: str | None) -> RunInfo:

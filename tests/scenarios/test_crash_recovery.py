@@ -221,6 +221,8 @@ def test_recover_never_redoes_an_action_over_an_edit_made_after_the_crash(
     assert read(world, "a.txt") == "my edit after the crash\n"
     assert "its target changed after the run planned" in recovered.out
     assert "kept as changed after the run" in recovered.out
+    status = world.run("status", "--json")
+    assert (status.code, status.json["status"]) == (3, "human-action-required"), status.out
 
 
 def test_recover_redoes_what_is_still_as_the_run_planned(world: World) -> None:

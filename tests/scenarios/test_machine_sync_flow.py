@@ -574,3 +574,43 @@ def test_a_signal_while_a_run_finishes_leaves_it_for_recover(world: World, sig: 
     assert stopped.code == 7, stopped.out + stopped.err
     assert "trueup recover" in stopped.err
     assert world.run("recover").code == 0
+
+
+def test_status_tells_a_failed_last_run_even_when_it_was_the_first(world: World) -> None:
+    root = str(world.root)
+    failing = ONE_FILE_A + 'verify = { command = ["false"] }\n'
+    profile = world.write("f.toml", failing)
+    assert world.run("apply", str(profile), "--root", root, "--yes").code == 7
+    status = world.run("status")
+    assert status.code == 7, status.out
+    assert "failed" in status.out and f"next: trueup plan {profile} --root {root}" in status.out
+    assert world.run("status", "--json").json["status"] == "failed"
+    world.write("f.toml", ONE_FILE_A)
+    assert world.run("apply", str(profile), "--root", root, "--yes").code == 0
+    assert world.run("status").code == 0
+
+
+def test_status_after_an_abandoned_run_says_so(world: World) -> None:
+    root = str(world.root)
+    profile = world.write("f.toml", ONE_FILE_A)
+    killed = world.run(
+        "apply", str(profile), "--root", root, "--yes", env={"TRUEUP_CRASH_AT": "mutated"}
+    )
+    assert killed.code == -9
+    assert world.run("abandon").code == 0
+    status = world.run("status", "--json")
+    assert status.code == 7 and status.json["status"] == "interrupted", status.out
+    assert "was abandoned part-way" in world.run("status").out
+
+
+def test_live_status_with_changes_to_apply_is_not_called_converged(world: World) -> None:
+    profile = world.write("f.toml", ONE_FILE_A)
+    status = world.run("status", str(profile), "--root", str(world.root), "--json")
+    assert status.code == 0 and status.json["status"] == "changes-pending"
+    assert (
+        "changes-pending; 1 pending change(s)"
+        in world.run("status", str(profile), "--root", str(world.root)).out
+    )
+
+
+ONE_FILE_A = '[profile]\nid = "s"\nname = "S"\n[[resource]]\nid = "a"\nkind = "file"\ntarget = "a.txt"\ncontent = "A\\n"\n'

@@ -8,7 +8,7 @@ from typing import Any
 from trueup.cli.output import Output
 from trueup.errors import ExitCode
 from trueup.execute.gates import locked_error
-from trueup.model import ActionType, outcome_of
+from trueup.model import ActionType, Outcome, outcome_of, plan_status
 
 _WORD = {
     ActionType.NO_OP: "converged",
@@ -36,9 +36,10 @@ def _live(out: Output, engine: Any, file: Path, root: Path) -> int:
         for a in plan.actions
     ]
     outcome = outcome_of(plan.actions)
+    word = plan_status(plan.actions)
     pending = sum(1 for a in plan.actions if a.type.applies)
     if out.json_mode:
-        out.envelope(outcome.value, outcome.exit_code, "", {"resources": rows, "pending": pending})
+        out.envelope(word, outcome.exit_code, "", {"resources": rows, "pending": pending})
         return int(outcome.exit_code)
     from rich.markup import escape
     from rich.table import Table
@@ -49,30 +50,61 @@ def _live(out: Output, engine: Any, file: Path, root: Path) -> int:
     for row in rows:
         table.add_row(*(escape(str(row[c])) for c in ("resource", "kind", "status", "detail")))
     out.print(table)
-    label = "converged" if outcome.value == "converged" and not pending else outcome.value
-    out.print(f"{label}; {pending} pending change(s)" + ("; run trueup apply" if pending else ""))
+    out.print(f"{word}; {pending} pending change(s)" + ("; run trueup apply" if pending else ""))
     return int(outcome.exit_code)
+
+
+# A target's last run that ended in a way a person must look at, worst first.
+_LAST_RUN = {
+    Outcome.FAILED.value: (Outcome.FAILED, "failed"),
+    Outcome.INTERRUPTED.value: (Outcome.INTERRUPTED, "was stopped part-way"),
+    "abandoned": (Outcome.INTERRUPTED, "was abandoned part-way"),
+    Outcome.DRIFT.value: (Outcome.DRIFT, "found drift"),
+    Outcome.HUMAN_ACTION_REQUIRED.value: (Outcome.HUMAN_ACTION_REQUIRED, "needs a person"),
+}
+_WORST_FIRST = [Outcome.FAILED, Outcome.INTERRUPTED, Outcome.DRIFT, Outcome.HUMAN_ACTION_REQUIRED]
+
+
+def _last_run(store: Any, key: str) -> Any:
+    """The target's latest run that got as far as changing something (a refusal did not)."""
+    return next((r for r in store.runs(key, 10) if r.outcome != "refused"), None)
+
+
+def _replan(run: dict[str, Any]) -> str:
+    """The command that shows where a target stands now."""
+    source = run.get("declaration") or "FILE"
+    if run["target"]["kind"] == "org":
+        return f"trueup org plan {source}"
+    return f"trueup plan {source} --root {run['target']['location']}"
 
 
 def _recorded(out: Output, engine: Any) -> int:
     store = engine.store
     targets = []
     for key in store.targets():
-        runs = store.runs(key, 1)
+        last = _last_run(store, key)
         targets.append(
             {
                 "target": key,
                 "resources": len(store.applied(key)),
                 "drift": store.drift(key),
-                "last_run": runs[0].to_json() if runs else None,
+                "last_run": last.to_json() if last else None,
             }
         )
     runs = store.blocked_runs()
     blocked = [r.to_json() for r in runs]
     # What to do next depends on the run: wait for a live one, recover a dead one.
     next_steps = {r.id: locked_error(r, r.target).hint for r in runs}
-    code = ExitCode.CONFLICT if blocked or any(t["drift"] for t in targets) else ExitCode.OK
-    status = "blocked" if blocked else "drift" if code else "converged"
+    found = {
+        _LAST_RUN[str(t["last_run"]["outcome"])][0]
+        for t in targets
+        if t["last_run"] and str(t["last_run"]["outcome"]) in _LAST_RUN
+    }
+    if any(t["drift"] for t in targets):
+        found.add(Outcome.DRIFT)
+    worst = next((o for o in _WORST_FIRST if o in found), Outcome.CONVERGED)
+    status = "blocked" if blocked else worst.value
+    code = ExitCode.CONFLICT if blocked else worst.exit_code
     if out.json_mode:
         out.envelope(status, code, "", {"targets": targets, "blocked_runs": blocked})
         return int(code)
@@ -101,6 +133,15 @@ def _recorded(out: Output, engine: Any) -> int:
                 f"[magenta]drift[/] {escape(t['target'])} {escape(item['resource'])}: "
                 f"{escape(item['summary'])}"
             )
+        last = t["last_run"] or {}
+        if str(last.get("outcome")) in _LAST_RUN and not any(
+            b["id"] == last["id"] for b in blocked
+        ):
+            what = _LAST_RUN[str(last["outcome"])][1]
+            out.print(
+                f"[yellow]last run[/] {last['id']} on {escape(t['target'])} {what}: "
+                f"{escape(str(last.get('message') or ''))}\n  next: {escape(_replan(last))}"
+            )
     for run in blocked:
         alive = {True: "still running", False: "process gone", None: "other host"}[
             run["holder_alive"]
@@ -109,4 +150,5 @@ def _recorded(out: Output, engine: Any) -> int:
             f"[red]blocked[/] run {run['id']} on {escape(run['target']['name'])} ({run['status']}, "
             f"{alive}); next: {escape(next_steps[run['id']] or '')}"
         )
+    out.print(f"status: {status}")
     return int(code)

@@ -81,6 +81,7 @@ class RunInfo:
             "status": self.status,
             "outcome": self.outcome,
             "plan_digest": self.plan_digest,
+            "declaration": self.declaration,
             "host": self.host,
             "pid": self.pid,
             "actor": self.actor,
@@ -246,7 +247,10 @@ class Store:
         )
 
     def targets(self) -> list[str]:
-        rows = self.db.execute("SELECT DISTINCT target_key FROM applied_resources ORDER BY 1")
+        """Every target trueup has applied to or run against (a first run may have failed)."""
+        rows = self.db.execute(
+            "SELECT target_key FROM applied_resources UNION SELECT target_key FROM runs ORDER BY 1"
+        )
         return [r[0] for r in rows]
 
     # -- runs and the lock --------------------------------------------------
