@@ -314,3 +314,26 @@ def test_a_flush_reaches_every_file_system_a_tree_crosses(tmp_path: Path) -> Non
 
 def test_a_folder_gone_before_its_flush_is_skipped(tmp_path: Path) -> None:
     assert file_systems([str(tmp_path / "gone"), str(tmp_path)]) == [str(tmp_path)]
+
+
+def test_a_signal_right_after_a_temp_file_is_created_leaves_discard_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Python handles a signal between any two steps; the likeliest moment is
+    # right after the slowest one, the open() that creates the temp file.
+    real_open = os.open
+
+    def open_then_interrupted(path: str, flags: int, mode: int = 0o777) -> int:
+        fd = real_open(path, flags, mode)
+        if TEMP_MARK in os.fspath(path):
+            os.close(fd)
+            raise KeyboardInterrupt
+        return fd
+
+    fs = WritableFS()
+    monkeypatch.setattr(os, "open", open_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fs.write(tmp_path / "a.txt", b"x")
+    monkeypatch.undo()
+    fs.discard()
+    assert list(tmp_path.iterdir()) == []

@@ -467,9 +467,10 @@ class WritableFS(ReadOnlyFS):
                 base = 0o644
             mode = base | 0o111 if executable else base
         temp = self.temp_path(final)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600)
-        # Staged before it is filled: a signal mid-write leaves discard() a temp to remove.
+        # Staged before it exists: a signal is handled between any two steps, and
+        # one right after the file is created must still leave discard() its name.
         self._staged.append(_Staged(temp, final, _is_dir(current), exclusive))
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600)
         try:
             _write_all(fd, data)
             os.fchmod(fd, mode)
@@ -483,8 +484,8 @@ class WritableFS(ReadOnlyFS):
         self.make_parents(final)
         current = self.lstat(final)
         temp = self.temp_path(final)
+        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive))  # as in write
         os.symlink(link, temp)
-        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive))
         self._outcomes[final] = "link:" + link
 
     def remove(self, path: Path | str, prune_up_to: Path | str | None = None) -> None:
