@@ -50,6 +50,9 @@ from trueup.settings import Settings
 from trueup.state.store import ACTIVE, RunAction, RunInfo, Store
 
 SAVED_PLAN_SCHEMA = "trueup.saved-plan/1"
+# Any version: a plan saved by another trueup is named as such, not read as a profile.
+_SAVED_PLAN_MARK = b'"trueup.saved-plan/'
+
 # The audit event a refused permission is recorded under.
 _EVENT = {"plan": "plan.computed", "apply": "plan.applied"}
 
@@ -82,6 +85,8 @@ class Engine:
     @property
     def store(self) -> Store:
         if self._store is None:
+            if self.settings.embedded_state:
+                self.settings.data.mkdir(parents=True, exist_ok=True)
             self._store = Store.open(self.settings.state_url)
         return self._store
 
@@ -487,8 +492,14 @@ class Engine:
     def load_saved_plan(path: Path) -> Plan:
         try:
             document = json.loads(path.read_bytes())
-            if document.get("schema") != SAVED_PLAN_SCHEMA:
-                raise ValueError(f"schema is {document.get('schema')!r}, not {SAVED_PLAN_SCHEMA}")
+            schema = document.get("schema")
+            if schema != SAVED_PLAN_SCHEMA:
+                raise ValueError(
+                    f"it is a {schema!r} plan, and this trueup reads {SAVED_PLAN_SCHEMA} only: "
+                    "compute the plan again with this trueup"
+                    if str(schema).startswith("trueup.saved-plan/")
+                    else f"schema is {schema!r}, not {SAVED_PLAN_SCHEMA}"
+                )
             plan = Plan.from_body(document["plan"])
             texts = (plan.source, plan.declaration, plan.target.location, plan.target.id)
             if not all(isinstance(text, str) for text in texts):
@@ -511,7 +522,7 @@ def is_saved_plan(path: Path) -> bool:
             tail = handle.read(4096)
     except OSError:
         return False
-    return SAVED_PLAN_SCHEMA.encode() in head or SAVED_PLAN_SCHEMA.encode() in tail
+    return _SAVED_PLAN_MARK in head or _SAVED_PLAN_MARK in tail
 
 
 def check_overwrite(

@@ -34,12 +34,17 @@ class Settings:
     # Actions per durability barrier (one file-system sync, two journal commits).
     batch_size: int = DEFAULT_BATCH_SIZE
 
+    @property
+    def embedded_state(self) -> bool:
+        """Whether the state store is the default SQLite file in the data folder."""
+        return self.state_url == _embedded_url(self.data)
+
     @classmethod
     def from_env(
         cls, state: str | None = None, max_file_bytes: int | None = None, actor: str | None = None
     ) -> Settings:
         data = data_dir()
-        url = state or os.environ.get("TRUEUP_STATE") or f"sqlite:///{data / 'state.db'}"
+        url = state or os.environ.get("TRUEUP_STATE") or _embedded_url(data)
         return cls(
             data=data,
             state_url=url,
@@ -47,6 +52,10 @@ class Settings:
             actor=actor or os.environ.get("TRUEUP_ACTOR") or _os_user(),
             batch_size=int(os.environ.get("TRUEUP_BATCH_SIZE") or DEFAULT_BATCH_SIZE),
         )
+
+
+def _embedded_url(data: Path) -> str:
+    return f"sqlite:///{data / 'state.db'}"
 
 
 def _os_user() -> str:

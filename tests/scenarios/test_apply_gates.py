@@ -274,3 +274,13 @@ def test_root_must_exist(world: World) -> None:
     profile = str(world.write("p.toml", ONE_FILE))
     result = world.run("plan", profile, "--root", str(Path(world.base) / "nope"))
     assert result.code == 2 and "does not exist" in result.err
+
+
+def test_a_plan_saved_by_another_trueup_version_is_named_as_such(world: World) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    saved = world.base / "plan.json"
+    world.run("plan", profile, "--root", str(world.root), "-o", str(saved))
+    saved.write_text(saved.read_text().replace("trueup.saved-plan/1", "trueup.saved-plan/9"))
+    refused = world.run("apply", str(saved), "--yes")
+    assert refused.code == 2, refused.err
+    assert "'trueup.saved-plan/9' plan" in refused.err and "top-level" not in refused.err

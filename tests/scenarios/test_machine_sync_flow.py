@@ -614,3 +614,19 @@ def test_live_status_with_changes_to_apply_is_not_called_converged(world: World)
 
 
 ONE_FILE_A = '[profile]\nid = "s"\nname = "S"\n[[resource]]\nid = "a"\nkind = "file"\ntarget = "a.txt"\ncontent = "A\\n"\n'
+
+
+def test_a_mistyped_state_folder_is_an_error_not_a_new_empty_store(world: World) -> None:
+    typo = world.base / "typo" / "dir" / "state.db"
+    result = world.run("status", "--state", f"sqlite:///{typo}")
+    assert result.code == 2 and "folder" in result.err and "does not exist" in result.err
+    assert not (world.base / "typo").exists()
+
+
+def test_a_broken_state_file_is_named_not_called_a_bug(world: World) -> None:
+    broken = world.base / "broken.db"
+    broken.write_text("garbage, not SQLite\n" * 100)
+    result = world.run("status", "--state", f"sqlite:///{broken}")
+    assert result.code == 2, result.err
+    assert f"the state store {broken} cannot be used" in result.err
+    assert "internal error" not in result.err

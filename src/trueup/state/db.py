@@ -40,6 +40,30 @@ class UniqueViolation(Exception):
         self.constraint = constraint
 
 
+def _open_sqlite(path: Path) -> sqlite3.Connection:
+    """Open (or create) the store's file; a mistyped or broken one is a usage error.
+
+    The folder must exist: a typo in ``--state`` must not quietly start an
+    empty store elsewhere (the default folder is made by the engine).
+    """
+    if not path.parent.is_dir():
+        raise UsageError(
+            f"the state store's folder {path.parent} does not exist",
+            hint=f"check --state / TRUEUP_STATE, or create it: mkdir -p {path.parent}",
+        )
+    try:
+        connection = sqlite3.connect(path, isolation_level=None, timeout=60)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=FULL")
+        connection.execute("PRAGMA busy_timeout=60000")
+    except sqlite3.DatabaseError as exc:
+        raise UsageError(
+            f"the state store {path} cannot be used: {exc}",
+            hint="restore it from a backup, or point --state / TRUEUP_STATE at another file",
+        ) from None
+    return connection
+
+
 def sqlite_path(url: str) -> Path | None:
     if url.startswith("sqlite:///"):
         return Path(unquote(url[len("sqlite:///") :]))
@@ -54,11 +78,7 @@ class Database:
         path = sqlite_path(url)
         if path is not None:
             self.dialect = "sqlite"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._sqlite = sqlite3.connect(path, isolation_level=None, timeout=60)
-            self._sqlite.execute("PRAGMA journal_mode=WAL")
-            self._sqlite.execute("PRAGMA synchronous=FULL")
-            self._sqlite.execute("PRAGMA busy_timeout=60000")
+            self._sqlite = _open_sqlite(path)
             self._pg: Any = None
         elif urlparse(url).scheme in ("postgresql", "postgres", "postgresql+psycopg"):
             import psycopg
