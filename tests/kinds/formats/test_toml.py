@@ -404,3 +404,11 @@ def test_a_multiline_string_keeps_its_own_line_breaks_in_a_crlf_file() -> None:
     document = doc('model = "a"\r\n')
     document.set(("prompt",), "one\ntwo\n")
     assert load("toml", document.to_text(), origin="c.toml").get(("prompt",)) == "one\ntwo\n"
+
+
+def test_lines_of_a_mixed_file_keep_their_own_endings() -> None:
+    text = 'a = 0\r\nb = """\nmulti\r\n"""\n'
+    document = doc(text)
+    document.set(("a",), 1)
+    document.set(("c",), 2)
+    assert document.to_text() == 'a = 1\r\nb = """\nmulti\r\n"""\nc = 2\r\n'

@@ -108,6 +108,10 @@ def _sets_table(value: object) -> bool:
 _BARE_LF = re.compile(r"(?<!\r)\n")
 
 
+def _ends_lf(line: str) -> bool:
+    return line.endswith("\n") and not line.endswith("\r\n")
+
+
 class TomlDocument(BaseDocument):
     """A TOML file; every table, comment and blank line survives edits."""
 
@@ -162,8 +166,13 @@ class TomlDocument(BaseDocument):
         text = self._doc.as_string()
         if "\r\n" in self._original and _BARE_LF.search(text):
             # tomlkit ends the lines it adds with LF; a CRLF file stays CRLF, unless
-            # that would change a value (a multi-line string keeps its own breaks).
-            crlf = _BARE_LF.sub("\r\n", text)
+            # that would change a value (a multi-line string keeps its own breaks),
+            # and a line that ended with LF in the file (a mixed file) still does.
+            kept = {line for line in self._original.splitlines(keepends=True) if _ends_lf(line)}
+            crlf = "".join(
+                line[:-1] + "\r\n" if _ends_lf(line) and line not in kept else line
+                for line in text.splitlines(keepends=True)
+            )
             if tomlkit.parse(crlf).unwrap() == tomlkit.parse(text).unwrap():
                 text = crlf
         return self._bom + text
