@@ -242,9 +242,7 @@ class Engine:
         if expected is not None:
             gates.fresh(expected, plan)
         gates.confirm(plan.actions, confirmation)
-        holder = self.store.holder(prepared.target.key)
-        if holder is not None:
-            raise gates.refuse(locked_error(holder, prepared.target))
+        self.refuse_if_locked(prepared, gates)
         if not any(a.type is not ActionType.NO_OP for a in plan.actions):
             self._audit_applied(prepared.target, plan.digest, None)
             return None
@@ -270,6 +268,18 @@ class Engine:
                 raise self._interrupted_outside_actions(run) from None
         self._audit_applied(prepared.target, plan.digest, result)
         return result
+
+    def refuse_if_locked(self, prepared: Prepared, gates: Gates | None = None) -> None:
+        """Refuse (and audit) an apply while another run holds the target.
+
+        Checked before the plan is shown too: a plan computed in the middle of
+        another run's changes says little, and "converged" followed by a
+        refusal says less.
+        """
+        holder = self.store.holder(prepared.target.key)
+        if holder is not None:
+            gates = gates or self.gates(prepared.target, "plan.applied", prepared.plan.digest)
+            raise gates.refuse(locked_error(holder, prepared.target))
 
     def _interrupted_outside_actions(self, run: RunInfo) -> ApplyFailedError:
         """Ctrl-C between actions (the executor restores one caught within an action)."""

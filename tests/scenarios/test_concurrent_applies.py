@@ -81,3 +81,23 @@ def test_twenty_concurrent_applies_one_runs_the_rest_name_it(world: World, store
     finally:
         store.close()
     assert all((world.root / f"f/{i}.txt").read_text() == f"file {i}\n" for i in range(FILES))
+
+
+def test_an_apply_refused_by_the_lock_shows_no_plan_computed_mid_run(world: World) -> None:
+    path = profile(world)
+    env = world.env({"TRUEUP_CRASH_AT": "journal-pending:1:SIGSTOP"})
+    args = [TRUEUP, "apply", path, "--root", str(world.root), "--yes"]
+    holder = subprocess.Popen(
+        args, env=env, cwd=world.base, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not stopped(holder.pid):
+            assert time.monotonic() < deadline, "the first apply never took the lock"
+            time.sleep(0.05)
+        second = world.run("apply", path, "--root", str(world.root), "--yes")
+        assert second.code == 4 and "locked by run" in second.err
+        assert "Plan for" not in second.out and "converged" not in second.out, second.out
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+    assert holder.wait(timeout=60) == 0
