@@ -90,3 +90,22 @@ def test_a_4xx_names_the_provider_and_never_the_token(fakes: FakeProviders) -> N
     with pytest.raises(ProviderError) as denied:
         wrong.get("/projects")
     assert denied.value.exit_code == 5
+
+
+def test_a_rate_limit_window_of_minutes_is_waited_out_and_said_so(
+    fakes: FakeProviders, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Cloudflare's window is 5 minutes: its Retry-After can say 282 s.
+    fakes.faults.coolify.update(rate_limit=1, retry_after=282)
+    sleeps = Sleeps()
+    assert client(fakes, sleeps).get("/projects") == []
+    assert sleeps == [282.0]
+    assert "coolify asks to wait 282 s before retrying GET /projects" in capsys.readouterr().err
+
+
+def test_every_server_error_is_retried_not_only_the_common_ones(fakes: FakeProviders) -> None:
+    fakes.faults.coolify.update(server_errors=1, server_error_statuses=[520])
+    sleeps = Sleeps()
+    http = client(fakes, sleeps)
+    assert http.get("/projects") == []
+    assert http.stats.statuses["520"] == 1 and len(sleeps) == 1

@@ -232,3 +232,19 @@ def test_servers_and_auth(api: httpx.Client, fakes: FakeProviders) -> None:
     )
     assert unauthenticated.status_code == 401
     assert unauthenticated.json() == {"message": "Unauthenticated."}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"data": [{"key": "D", "value": "4", "foo": 1}]},
+        {"data": [{"key": "E", "value": "4"}], "foo": 1},
+    ],
+)
+def test_bulk_env_vars_refuse_unknown_fields_like_every_other_write(
+    api: httpx.Client, fakes: FakeProviders, project: str, body: dict[str, Any]
+) -> None:
+    uuid = api.post("/applications/dockerimage", json=image_app(fakes, project)).json()["uuid"]
+    refused = api.patch(f"/applications/{uuid}/envs/bulk", json=body)
+    assert refused.status_code == 422 and refused.json()["message"] == "Validation failed."
+    assert api.get(f"/applications/{uuid}/envs").json() == []

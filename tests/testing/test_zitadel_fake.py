@@ -257,3 +257,17 @@ def test_v2_organizations(zt: httpx.Client) -> None:
 def test_bad_token_is_401_unauthenticated(fakes: FakeProviders) -> None:
     response = httpx.get(f"{fakes.zitadel_url}{M}/orgs/me", headers={"Authorization": "Bearer x"})
     assert response.status_code == 401 and response.json()["code"] == 16
+
+
+def test_a_list_query_orders_by_creation_as_asc_says(
+    zt: httpx.Client, org: dict[str, str], project: str
+) -> None:
+    zt.post(f"{M}/projects", json={"name": "chat"}, headers=org)
+
+    def names(asc: bool) -> list[str]:
+        body = {"query": {"asc": asc}}
+        found = zt.post(f"{M}/projects/_search", json=body, headers=org).json()["result"]
+        return [p["name"] for p in found]
+
+    assert names(True) == ["portal", "chat"]
+    assert names(False) == ["chat", "portal"]

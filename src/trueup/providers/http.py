@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import random
 import ssl
+import sys
 import threading
 import time
 from collections import Counter
@@ -45,7 +46,8 @@ R = TypeVar("R")
 
 Replay = Literal["safe", "unsent-only"]
 _READ_METHODS = frozenset({"GET", "HEAD"})
-_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+_TELL_AFTER = 5.0  # seconds of waiting worth a line on stderr
+_RETRY_STATUSES = frozenset({408, 429})  # and every 5xx (Cloudflare's own 52x included)
 
 
 class ProviderError(TrueupError):
@@ -113,7 +115,8 @@ class RetryPolicy:
     attempts: int = 6
     base: float = 0.05
     cap: float = 5.0
-    max_retry_after: float = 60.0
+    #: Cloudflare's window is 5 minutes: a Retry-After of up to that is waited out.
+    max_retry_after: float = 300.0
 
     def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
         jittered = rng.uniform(0, min(self.cap, self.base * (2**attempt)))
@@ -260,7 +263,7 @@ class HttpClient:
                 self.stats.count(str(status), attempt > 0)
                 if status < 400 or (status == 404 and missing_ok):
                     return response
-                if status not in _RETRY_STATUSES:
+                if status not in _RETRY_STATUSES and status < 500:
                     raise self._error(method, path, response)
                 if status >= 500 and replay != "safe" and method not in _READ_METHODS:
                     raise self._error(method, path, response, AmbiguousWrite)
@@ -269,7 +272,15 @@ class HttpClient:
                 retry_after = _retry_after(response)
                 if retry_after is not None and retry_after > self.policy.max_retry_after:
                     raise self._error(method, path, response)
-            self._sleep(self.policy.delay(attempt, retry_after, self._rng))
+            delay = self.policy.delay(attempt, retry_after, self._rng)
+            if delay >= _TELL_AFTER:  # a long silence would look like a hang
+                print(
+                    f"trueup: {self.provider} asks to wait {delay:.0f} s before retrying "
+                    f"{method} {path} (rate limited); waiting",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            self._sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _error(

@@ -70,8 +70,9 @@ class EnvVarsMixin(CoolifyStore):
                         "errors": {"data": ["The data field must be an array."]},
                     },
                 )
+            validate(body, {"data": "required|array"}, ("data",))
             for item in items:
-                validate(item, ENV_RULES)
+                validate(item, ENV_RULES, ENV_RULES)
             out = []
             for item in items:
                 env = self._env_by_key(

@@ -107,7 +107,7 @@ class AppsMixin(ProjectsMixin):
             return {"app": self._app_view(self._app(data, project_id, app_id))}
 
     def search_apps(self, org_id: str, project_id: str, body: JSON) -> JSON:
-        offset, limit, _asc = proto.list_query(body)
+        offset, limit, asc = proto.list_query(body)
         with self._read() as data:
             self._project(data, org_id, project_id)
             apps = list(data["apps"][project_id].values())
@@ -115,7 +115,7 @@ class AppsMixin(ProjectsMixin):
                 name_query = proto.field(query, "nameQuery")
                 if name_query is not None:
                     apps = [a for a in apps if proto.text_match(a["name"], name_query, "name")]
-            page = self._page(apps, offset, limit)
+            page = self._page(apps, offset, limit, asc)
             return {
                 "details": self._list_details(data, len(apps)),
                 "result": [self._app_view(a) for a in page],
@@ -216,7 +216,7 @@ class AppsMixin(ProjectsMixin):
             return {"projectGrant": self._grant_view(data, project, grant)}
 
     def search_grants(self, org_id: str, project_id: str, body: JSON) -> JSON:
-        offset, limit, _asc = proto.list_query(body)
+        offset, limit, asc = proto.list_query(body)
         with self._read() as data:
             project = self._project(data, org_id, project_id)
             grants = list(data["grants"][project_id].values())
@@ -233,7 +233,7 @@ class AppsMixin(ProjectsMixin):
                         for g in grants
                         if any(proto.text_match(k, role_query, "roleKey") for k in g["roleKeys"])
                     ]
-            page = self._page(grants, offset, limit)
+            page = self._page(grants, offset, limit, asc)
             return {
                 "details": self._list_details(data, len(grants)),
                 "result": [self._grant_view(data, project, g) for g in page],

@@ -83,8 +83,10 @@ class ZitadelStore(JsonStore):
         }
 
     @staticmethod
-    def _page(items: list[Any], offset: int, limit: int) -> list[Any]:
-        return items[offset : offset + limit]
+    def _page(items: list[Any], offset: int, limit: int, asc: bool = True) -> list[Any]:
+        """One page, in creation order (``asc``) or newest first."""
+        ordered = items if asc else items[::-1]
+        return ordered[offset : offset + limit]
 
     # -- orgs ----------------------------------------------------------------------------
 

@@ -102,7 +102,7 @@ class ProjectsMixin(ZitadelStore):
             return {"details": self._details(project, created=False)}
 
     def search_projects(self, org_id: str, body: JSON) -> JSON:
-        offset, limit, _asc = proto.list_query(body)
+        offset, limit, asc = proto.list_query(body)
         with self._read() as data:
             projects = [
                 p for p in data["projects"].values() if p["_meta"]["resourceOwner"] == org_id
@@ -117,7 +117,7 @@ class ProjectsMixin(ZitadelStore):
                 if owner_query is not None:
                     owner = proto.field(owner_query, "resourceOwner")
                     projects = [p for p in projects if p["_meta"]["resourceOwner"] == owner]
-            page = self._page(projects, offset, limit)
+            page = self._page(projects, offset, limit, asc)
             return {
                 "details": self._list_details(data, len(projects)),
                 "result": [self._project_view(p) for p in page],
@@ -175,7 +175,7 @@ class ProjectsMixin(ZitadelStore):
             return {"details": self._details(added[-1])}
 
     def search_roles(self, org_id: str, project_id: str, body: JSON) -> JSON:
-        offset, limit, _asc = proto.list_query(body)
+        offset, limit, asc = proto.list_query(body)
         with self._read() as data:
             self._project(data, org_id, project_id)
             roles = list(data["roles"][project_id].values())
@@ -190,7 +190,7 @@ class ProjectsMixin(ZitadelStore):
                         for r in roles
                         if proto.text_match(r["displayName"], name_query, "displayName")
                     ]
-            page = self._page(roles, offset, limit)
+            page = self._page(roles, offset, limit, asc)
             return {
                 "details": self._list_details(data, len(roles)),
                 "result": [self._role_view(r) for r in page],
