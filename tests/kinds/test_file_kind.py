@@ -175,3 +175,30 @@ def test_append_local_restores_a_lost_executable_bit(machine: Machine) -> None:
     assert action.type is T.WRITE_FILE and "executable" in action.summary
     machine.converge(body)
     assert machine.path("dir/f.txt").stat().st_mode & 0o111
+
+
+def test_a_local_chmod_is_a_modification_replace_if_unmodified_keeps(machine: Machine) -> None:
+    machine.converge(file_resource("replace-if-unmodified", "echo hi\n"))
+    target = machine.path("dir/f.txt")
+    os.chmod(target, 0o755)
+    action = machine.action(file_resource("replace-if-unmodified", "echo hi v2\n"), "f")
+    assert action.type is T.DRIFT_CONFLICT
+    machine.apply(file_resource("replace-if-unmodified", "echo hi v2\n"))
+    assert target.stat().st_mode & 0o111 and target.read_text() == "echo hi\n"
+
+
+def test_sections_whose_ids_share_a_prefix_are_told_apart(machine: Machine) -> None:
+    machine.put("dir/f.txt", "# trueup:begin f-extra\nother\n# trueup:end f-extra\n")
+    machine.converge(file_resource("append-local", "managed\n"))
+    text = machine.path("dir/f.txt").read_text()
+    assert text.startswith("# trueup:begin f\nmanaged\n# trueup:end f\n# trueup:begin f-extra")
+
+
+@pytest.mark.parametrize("ending", ["", "\r\n"])
+def test_an_end_marker_last_in_the_file_or_ending_crlf_is_found(
+    machine: Machine, ending: str
+) -> None:
+    machine.converge(file_resource("append-local", "managed\n"))
+    target = machine.path("dir/f.txt")
+    target.write_bytes(target.read_bytes().rstrip(b"\n") + ending.encode())
+    assert machine.action(file_resource("append-local", "managed\n"), "f").type is T.NO_OP

@@ -102,17 +102,26 @@ class Markers:
         return any(f"{word} ".encode() in data for word in (cls.BEGIN, cls.END))
 
     def split(self, data: bytes) -> tuple[str, bytes, bytes, bytes]:
-        """(status, before, section, after); status is ok, missing or broken."""
-        begins = data.count(self.begin.rstrip(b"\n"))
-        ends = data.count(self.end.rstrip(b"\n"))
-        if begins == 0 and ends == 0:
+        """(status, before, section, after); status is ok, missing or broken.
+
+        A marker is a whole line, whatever its line ending (or none, last in
+        the file): ``# trueup:begin path`` is not inside ``# trueup:begin path-x``.
+        """
+        lines = data.splitlines(keepends=True)
+        begin, end = self.begin.rstrip(b"\n"), self.end.rstrip(b"\n")
+        begins = [i for i, line in enumerate(lines) if line.rstrip(b"\r\n") == begin]
+        ends = [i for i, line in enumerate(lines) if line.rstrip(b"\r\n") == end]
+        if not begins and not ends:
             return "missing", data, b"", b""
-        start = data.find(self.begin)
-        stop = data.find(self.end, start + len(self.begin)) if start >= 0 else -1
-        if begins != 1 or ends != 1 or start < 0 or stop < 0:
+        if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
             return "broken", data, b"", b""
-        body_start = start + len(self.begin)
-        return "ok", data[:start], data[body_start:stop], data[stop + len(self.end) :]
+        first, last = begins[0], ends[0]
+        return (
+            "ok",
+            b"".join(lines[:first]),
+            b"".join(lines[first + 1 : last]),
+            b"".join(lines[last + 1 :]),
+        )
 
     def compose(self, before: bytes, section: bytes, after: bytes) -> bytes:
         if section and not section.endswith(b"\n"):
@@ -199,7 +208,7 @@ class FileKind(Kind):
             return Decision(ActionType.WRITE_FILE, f"create {_shape(resource)}", _CREATE)
         if resource.policy == "replace" or force:
             return Decision(ActionType.WRITE_FILE, f"update {_shape(resource)}")
-        if applied is not None and observed.digest == applied.digest:
+        if applied is not None and self._as_written(observed, applied):
             return Decision(
                 ActionType.WRITE_FILE, f"update {_shape(resource)} (unmodified since applied)"
             )
@@ -239,6 +248,17 @@ class FileKind(Kind):
             applied.resource,
             observed,
             applied,
+        )
+
+    @staticmethod
+    def _as_written(observed: Observed, applied: Applied) -> bool:
+        """The live file is what trueup wrote: its content, and its executable bit."""
+        if observed.digest != applied.digest:
+            return False
+        if observed.state != "file":
+            return True
+        return bool(observed.detail.get("executable")) == bool(
+            applied.resource.spec.get("executable", False)
         )
 
     @staticmethod
