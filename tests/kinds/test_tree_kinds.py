@@ -153,3 +153,16 @@ def test_a_file_or_link_where_a_declared_folder_should_be_is_drift(
     assert action.type is T.DRIFT_CONFLICT and "link is where a folder should be" in action.summary
     machine.apply(DIRECTORY)
     assert list(elsewhere.iterdir()) == [], "nothing is written through the link"
+
+
+def test_a_declared_file_already_there_is_never_trueups_to_remove(machine: Machine) -> None:
+    machine.source("src/a.txt", "shared")
+    machine.source("src/b.txt", "new")
+    machine.put("out/a.txt", "shared")  # the person's own copy, there before trueup
+    machine.converge(DIRECTORY)
+    machine.converge(OTHER)
+    assert machine.path("out/a.txt").read_text() == "shared"
+    assert not machine.path("out/b.txt").exists(), "what trueup wrote goes"
+
+
+OTHER = '[[resource]]\nid = "o"\nkind = "file"\ntarget = "other.txt"\ncontent = "o"\n'

@@ -133,10 +133,20 @@ def mirror(
     confirmation, whichever policy or ``--overwrite`` led there.
     """
     live = observed.detail.get("files", {})
-    plan = changes(resource.spec["files"], live, removable)
+    desired: Tree = resource.spec["files"]
+    plan: dict[str, Any] = changes(desired, live, removable)
     safe = set(owned_unmodified(applied, live)) if applied else set()
+    # A declared file already there as declared, and not trueup's before, was
+    # not written by trueup: it never becomes trueup's to remove.
+    owned: Mapping[str, TreeEntry] = applied.detail.get("files", {}) if applied else {}
+    written = set(plan["write"])
+    foreign = sorted(
+        rel for rel in desired if rel not in written and rel not in owned and rel in live
+    )
+    if foreign:
+        plan["foreign"] = foreign
     if not plan["write"] and not plan["remove"]:
-        return Decision(ActionType.NO_OP, "up to date")
+        return Decision(ActionType.NO_OP, "up to date", {"foreign": foreign} if foreign else {})
     parts = [f"write {len(plan['write'])}"] if plan["write"] else []
     parts += [f"remove {len(plan['remove'])}"] if plan["remove"] else []
     verb = "install" if observed.state == "absent" else "update"
@@ -259,9 +269,12 @@ class TreeKind(Kind):
         return Evidence("passed", "digest", tree_digest({rel: live[rel] for rel in desired}))
 
     def record(self, action: Action, resource: Resource) -> Mapping[str, Any] | None:
+        """The files trueup owns: those it wrote or owned already, never a foreign one."""
         if action.type is ActionType.REMOVE_RESOURCE:
             return None
-        return {"files": resource.spec["files"]}
+        foreign = set(action.payload.get("foreign", ()))
+        files: Tree = resource.spec["files"]
+        return {"files": {rel: e for rel, e in files.items() if rel not in foreign}}
 
     def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
         return tree_preview(action)
