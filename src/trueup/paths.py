@@ -20,6 +20,9 @@ class TargetError(ValueError):
     """A target that breaks a rule; the message says which."""
 
 
+_NAME_MAX = 255  # bytes in one file name, on every common file system
+
+
 def normalise_target(raw: str) -> str:
     """Return the canonical spelling of a target, or raise ``TargetError``."""
     if not raw or not raw.strip():
@@ -36,6 +39,12 @@ def normalise_target(raw: str) -> str:
         raise TargetError(f"target {raw!r} names the root itself")
     if ".." in parts:
         raise TargetError(f"target {raw!r} contains '..'")
+    for part in parts:
+        size = len(part.encode("utf-8", "surrogatepass"))
+        if size > _NAME_MAX:
+            raise TargetError(
+                f"target {raw!r} has a name of {size} bytes; file systems allow {_NAME_MAX}"
+            )
     return "/".join(parts)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -253,3 +254,40 @@ def test_a_tree_source_that_is_a_file_is_not_called_missing(tmp_path: Path) -> N
     result = run(tmp_path, text)
     assert result.returncode == 2
     assert "resource 'one': field 'source': 'p.toml' is not a folder" in result.stderr
+
+
+def test_a_pipe_in_a_tree_source_is_refused_at_load(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "SKILL.md").write_text("hi\n")
+    os.mkfifo(tmp_path / "src" / "pipe")
+    text = GOOD.replace('kind = "file"', 'kind = "skill"').replace(
+        'target = "a/one.txt"\ncontent = "1"', 'target = "sk"\nsource = "src"'
+    )
+    result = run(tmp_path, text)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "field 'source': pipe in 'src' is a pipe, socket or device" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (GOOD.replace('id = "one"', 'id = "one\\n"'), "field 'id'"),
+        (GOOD.replace("a/one.txt", "a/" + "n" * 256), "has a name of 256 bytes"),
+    ],
+)
+def test_ids_and_target_names_are_checked_whole(tmp_path: Path, text: str, words: str) -> None:
+    result = run(tmp_path, text)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert words in result.stderr
+
+
+@pytest.mark.parametrize("field", ["target", "content"])
+def test_half_a_surrogate_pair_is_not_text(tmp_path: Path, field: str) -> None:
+    values = {"target": "a.txt", "content": "x", field: "n\\udce9me"}
+    text = (
+        '{"profile": {"id": "p", "name": "P"}, "resource": [{"id": "f", "kind": "file", '
+        f'"target": "{values["target"]}", "content": "{values["content"]}"}}]}}'
+    )
+    result = run(tmp_path, text, "p.json")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "half of a surrogate pair" in result.stderr

@@ -34,6 +34,15 @@ def read_document(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: not valid YAML: {_one_line(exc)}") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the top level must be a table/object")
+    if b"\\ud" in raw.lower():  # JSON and YAML escapes can spell half a surrogate pair
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode()
+            raise UsageError(
+                f"{path}: holds {bad}, half of a surrogate pair, which is not text",
+                hint="write the character itself, or its full pair of escapes",
+            ) from None
     return data
 
 

@@ -29,7 +29,7 @@ def is_str(value: Any) -> bool:
 
 
 def is_id(value: Any) -> bool:
-    return type(value) is str and _ID.match(value) is not None
+    return type(value) is str and _ID.fullmatch(value) is not None  # `$` would let "id\n" through
 
 
 def is_name(value: Any) -> bool:

@@ -231,6 +231,13 @@ class TreeKind(Kind):
             what = "does not exist" if st is None else "is not a folder"
             raise UsageError(f"field 'source': {fields['source']!r} {what} (looked in {declared})")
         files = as_tree(fs.walk(source))
+        special = sorted(rel for rel, entry in files.items() if entry[0] == "special")
+        if special:
+            raise UsageError(
+                f"field 'source': {special[0]} in {fields['source']!r} is a pipe, socket or "
+                "device, which trueup cannot copy",
+                hint="move it out of the source folder",
+            )
         return {"source": source, "files": files, "digest": tree_digest(files)}
 
     def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[str]:
