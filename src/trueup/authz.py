@@ -35,6 +35,7 @@ PERMISSIONS = ("plan", "apply", "admin")
 _IMPLIED = {"plan": {"plan"}, "apply": {"plan", "apply"}, "admin": set(PERMISSIONS)}
 ANY_TARGET = "*"
 TOKEN_ENV = "TRUEUP_TOKEN"
+_REVOKED = "revoked-"  # 8 + 56 characters: a token_hash no sha256 (hex) can equal
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +133,24 @@ def resolve_actor(store: Store, claim: str | None, token: str | None) -> Actor:
         return actor
     if claim:
         actor = parse_actor(claim, "service")
-        if actor.type == "service" and store.db.one(
-            "SELECT 1 FROM actor_tokens WHERE actor = :a", {"a": actor.key}
-        ):
+        me = os_actor()
+        if actor.type == "human":
+            if actor.id != me.id:
+                raise NotAuthorizedError(
+                    f"--actor {claim}: a person acts as their own OS user (here {me.key}); "
+                    "--actor claims a service identity",
+                    hint="write --actor service:NAME, or run trueup as that person",
+                )
+            return me
+        held = store.db.one(
+            "SELECT token_hash FROM actor_tokens WHERE actor = :a", {"a": actor.key}
+        )
+        if held is not None and str(held[0]).startswith(_REVOKED):
+            raise NotAuthorizedError(
+                f"{actor.key}'s token was revoked: acting as it needs a new one",
+                hint=f"an admin can issue one: trueup token create {actor.key}",
+            )
+        if held is not None:
             raise NotAuthorizedError(
                 f"{actor.key} has a token: acting as it needs {TOKEN_ENV}",
                 hint=f"set {TOKEN_ENV} to the token issued for {actor.key}",
@@ -172,8 +188,44 @@ def require(store: Store, actor: Actor, permission: str, target_key: str) -> Non
 
 
 def require_admin(store: Store, actor: Actor, glob: str = ANY_TARGET) -> None:
-    """Admin over ``glob``: the glob's own text must fall under one of the actor's admin globs."""
-    require(store, actor, "admin", glob)
+    """Admin over ``glob``: every target it can match must fall under the actor's admin globs.
+
+    An admin of every target passes. Otherwise the glob's own text must match
+    one of the actor's admin globs, which proves containment only when both use
+    no wildcard but ``*``: ``profile:*[@/srv/]*`` spells a glob that matches
+    every profile, yet its text matches ``profile:*@/srv/*``.
+    """
+    if _is_any(store, actor):
+        return
+    rows = store.db.execute(
+        "SELECT target_glob FROM grants WHERE actor = :a AND permission = 'admin'",
+        {"a": actor.key},
+    )
+    scopes = [str(r[0]) for r in rows if _stars_only(str(r[0]))]
+    if _stars_only(glob) and any(fnmatchcase(glob, scope) for scope in scopes):
+        return
+    raise NotAuthorizedError(
+        f"{actor.key} may not administer {glob}",
+        hint="an admin of that scope can do it"
+        + ("" if _stars_only(glob) else " (only '*' may be used as a wildcard by scoped admins)"),
+    )
+
+
+def _is_any(store: Store, actor: Actor) -> bool:
+    """Admin of every target: no grants at all, or an admin grant of ``*``."""
+    if not store.db.one("SELECT 1 FROM grants"):
+        return True
+    return (
+        store.db.one(
+            "SELECT 1 FROM grants WHERE actor = :a AND permission = 'admin' AND target_glob = '*'",
+            {"a": actor.key},
+        )
+        is not None
+    )
+
+
+def _stars_only(glob: str) -> bool:
+    return not any(c in glob for c in "?[]")
 
 
 # -- managing -------------------------------------------------------------
@@ -185,6 +237,7 @@ def add_grant(store: Store, by: Actor, actor_text: str, permission: str, glob: s
     if not glob.strip():
         raise UsageError("the target glob is empty; use '*' for every target")
     with store.db.transaction():
+        _serialise_grant_changes(store)
         if not store.db.one("SELECT 1 FROM grants"):
             if not (who.key == by.key and permission == "admin" and glob == ANY_TARGET):
                 raise UsageError(
@@ -216,6 +269,7 @@ def remove_grant(store: Store, by: Actor, actor_text: str, permission: str, glob
     """Remove one grant; refuse to remove the last admin of everything while others remain."""
     who = parse_actor(actor_text)
     with store.db.transaction():
+        _serialise_grant_changes(store)
         require_admin(store, by, glob)
         params = {"actor": who.key, "permission": permission, "glob": glob}
         if not store.db.one(
@@ -237,6 +291,19 @@ def remove_grant(store: Store, by: Actor, actor_text: str, permission: str, glob
             )
 
 
+_GRANTS_LOCK = 0x7472_7565_6772  # "truegr": one PostgreSQL advisory lock for grant changes
+
+
+def _serialise_grant_changes(store: Store) -> None:
+    """One grant change at a time: two admins removing each other must not both succeed.
+
+    SQLite serialises write transactions already; PostgreSQL's read committed
+    would let each removal see the other admin still there.
+    """
+    if store.db.dialect == "postgresql":
+        store.db.execute("SELECT pg_advisory_xact_lock(:key)", {"key": _GRANTS_LOCK})
+
+
 def create_token(store: Store, by: Actor, service: str) -> str:
     """Issue (or replace) a service's token; returns it once, stores only its hash."""
     who = parse_actor(service, "service")
@@ -255,9 +322,18 @@ def create_token(store: Store, by: Actor, service: str) -> str:
 
 
 def revoke_token(store: Store, by: Actor, service: str) -> bool:
+    """Revoke a service's token; the service stays one that must present a token.
+
+    Deleting the row would turn the service back into a name anyone may claim.
+    The row keeps a hash no token can have (not hex), until a new token is made.
+    """
     who = parse_actor(service, "service")
     require_admin(store, by)
     with store.db.transaction():
-        found = store.db.one("SELECT 1 FROM actor_tokens WHERE actor = :a", {"a": who.key})
-        store.db.execute("DELETE FROM actor_tokens WHERE actor = :a", {"a": who.key})
-    return found is not None
+        found = store.db.one("SELECT token_hash FROM actor_tokens WHERE actor = :a", {"a": who.key})
+        if found is not None and not str(found[0]).startswith(_REVOKED):
+            store.db.execute(
+                "UPDATE actor_tokens SET token_hash = :h WHERE actor = :a",
+                {"a": who.key, "h": _REVOKED + secrets.token_hex(28)},
+            )
+    return found is not None and not str(found[0]).startswith(_REVOKED)

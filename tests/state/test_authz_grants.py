@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from contextlib import closing
 
 import pytest
 
@@ -101,3 +103,62 @@ def test_actor_names_parse_strictly() -> None:
     for bad in ("robot:x", "user:", "user:a b"):
         with pytest.raises(UsageError):
             authz.parse_actor(bad)
+
+
+def test_a_person_cannot_be_claimed_only_a_service(store: Store) -> None:
+    me = authz.os_actor()
+    with pytest.raises(NotAuthorizedError, match="acts as their own OS user"):
+        authz.resolve_actor(store, "user:somebody-else", None)
+    assert authz.resolve_actor(store, me.key, None) == me
+
+
+def test_a_revoked_token_leaves_its_service_guarded(store: Store) -> None:
+    authz.create_token(store, ROOT, "service:deploy")
+    assert authz.revoke_token(store, ROOT, "service:deploy")
+    with pytest.raises(NotAuthorizedError, match="token was revoked"):
+        authz.resolve_actor(store, "service:deploy", None)
+    assert not authz.revoke_token(store, ROOT, "service:deploy"), "already revoked"
+    token = authz.create_token(store, ROOT, "service:deploy")
+    assert authz.resolve_actor(store, None, token).key == "service:deploy"
+
+
+@pytest.mark.parametrize("glob", ["profile:*[@/srv/]*", "profile:?*@/srv/x", "profile:*"])
+def test_a_scoped_admin_cannot_grant_beyond_its_scope(store: Store, glob: str) -> None:
+    authz.add_grant(store, ROOT, ROOT.key, "admin", "*")
+    authz.add_grant(store, ROOT, "service:carol", "admin", "profile:*@/srv/*")
+    carol = authz.parse_actor("service:carol")
+    authz.add_grant(store, carol, "alice", "plan", "profile:ws@/srv/a")
+    with pytest.raises(NotAuthorizedError):
+        authz.add_grant(store, carol, "service:carol", "admin", glob)
+
+
+def test_two_admins_removing_each_other_at_once_leave_one(store_url: str) -> None:
+    with closing(Store.open(store_url)) as setup:
+        authz.add_grant(setup, ROOT, ROOT.key, "admin", "*")
+        authz.add_grant(setup, ROOT, "service:other", "admin", "*")
+        authz.add_grant(setup, ROOT, "service:ci", "plan", "*")
+    other = authz.parse_actor("service:other")
+    errors: list[BaseException] = []
+
+    def remove(by: authz.Actor, whom: str) -> None:
+        with closing(Store.open(store_url)) as own:
+            try:
+                authz.remove_grant(own, by, whom, "admin", "*")
+            except (UsageError, NotAuthorizedError) as exc:
+                errors.append(exc)
+
+    for _ in range(5):
+        threads = [
+            threading.Thread(target=remove, args=(ROOT, "service:other")),
+            threading.Thread(target=remove, args=(other, ROOT.key)),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        with closing(Store.open(store_url)) as check:
+            admins = [g for g in authz.grants(check) if g.permission == "admin"]
+            assert len(admins) == 1, admins
+            for missing, by in ((ROOT.key, other), ("service:other", ROOT)):
+                if not any(g.actor == missing for g in admins):
+                    authz.add_grant(check, by, missing, "admin", "*")

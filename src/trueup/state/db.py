@@ -206,8 +206,9 @@ def _libpq_url(url: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """A URL fit for messages: any password replaced."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:[REDACTED]@", url)
+    """A URL fit for messages: any password replaced (``user:pw@`` or ``?password=``)."""
+    url = re.sub(r"(://[^:/@]+):[^@]*@", r"\1:[REDACTED]@", url)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1[REDACTED]", url, flags=re.IGNORECASE)
 
 
 def sqlalchemy_url(url: str) -> str:
