@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from trueup import audit, authz, kinds
 from trueup.canonical import digest, sha256_hex
 from trueup.declare.profile import Profile, load_profile
-from trueup.errors import ApplyFailedError, ConflictError, UsageError
+from trueup.errors import ApplyFailedError, ConflictError, NotAuthorizedError, UsageError
 from trueup.execute.crashpoints import reach
 from trueup.execute.executor import (
     ActionResult,
@@ -50,6 +50,9 @@ from trueup.settings import Settings
 from trueup.state.store import ACTIVE, RunAction, RunInfo, Store
 
 SAVED_PLAN_SCHEMA = "trueup.saved-plan/1"
+#: What grant, token and audit-log access is recorded against (no run's target).
+ACCESS = Target("access", "grants", "grants, tokens and the audit log", "")
+T = TypeVar("T")
 # Any version: a plan saved by another trueup is named as such, not read as a profile.
 _SAVED_PLAN_MARK = b'"trueup.saved-plan/'
 
@@ -96,12 +99,45 @@ class Engine:
 
     @property
     def actor(self) -> authz.Actor:
-        """Who acts: a token's service, a claimed ``--actor``, else the OS user."""
+        """Who acts: a token's service, a claimed ``--actor``, else the OS user.
+
+        A refused identity (an unknown or revoked token, a service's name
+        without its token) is audited as the OS user who tried it.
+        """
         if self._actor is None:
             claim = self.settings.actor if self.settings.actor != authz.os_user_name() else None
             token = os.environ.get(authz.TOKEN_ENV)
-            self._actor = authz.resolve_actor(self.store, claim, token)
+            try:
+                self._actor = authz.resolve_actor(self.store, claim, token)
+            except NotAuthorizedError as exc:
+                audit.record(
+                    self.store,
+                    "actor.claimed",
+                    "refused",
+                    authz.os_actor(),
+                    ACCESS,
+                    reason=exc.message,
+                    detail={"claim": claim},
+                )
+                raise
         return self._actor
+
+    def access(self, event: str, act: Callable[[], T], detail: Mapping[str, Any]) -> T:
+        """Read or change grants and tokens as ``self.actor``; a refusal is audited.
+
+        So is every change (``event`` names it); reads succeed silently.
+        """
+        actor = self.actor
+        try:
+            result = act()
+        except NotAuthorizedError as exc:
+            audit.record(
+                self.store, event, "refused", actor, ACCESS, reason=exc.message, detail=detail
+            )
+            raise
+        if not event.endswith(".read"):
+            audit.record(self.store, event, "success", actor, ACCESS, detail=detail)
+        return result
 
     def gates(self, target: Target, event: str, plan_digest: str | None = None) -> Gates:
         return Gates(self.store, self.actor, target, event, plan_digest)

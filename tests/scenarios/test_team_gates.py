@@ -85,9 +85,10 @@ def test_unauthorised_plan_and_apply_are_refused_first_and_audited(team: Team) -
         store.close()
     assert observed == [], "refused before anything was observed"
     assert not (team.world.root / ".toolrc").exists()
-    refused = [(e.event, e.outcome, e.actor["id"]) for e in team.audit()]
+    plans = [e for e in team.audit() if e.event.startswith("plan.")]
+    refused = [(e.event, e.outcome, e.actor["id"]) for e in plans]
     assert refused == [("plan.applied", "refused", "ci"), ("plan.computed", "refused", "ci")]
-    assert all("may not" in (e.reason or "") for e in team.audit())
+    assert all("may not" in (e.reason or "") for e in plans)
 
     assert team.run("grant", "add", "service:ci", "plan", "profile:ws@*").code == 0
     assert team.plan(actor="ci").code == 0
@@ -201,3 +202,25 @@ def test_recover_and_abandon_are_audited(team: Team) -> None:
     assert team.run("abandon").code == 0
     (abandoned,) = team.audit("run.abandoned")
     assert abandoned.outcome == "success" and abandoned.run_id
+
+
+def test_grant_and_token_changes_and_every_refusal_are_audited(team: Team) -> None:
+    assert team.run("grant", "add", ME, "admin", "*").code == 0
+    assert team.run("token", "create", "service:deploy").code == 0
+    assert team.run("grant", "add", "service:bob", "admin", "*", actor="bob").code == 5
+    assert team.run("grant", "list", actor="bob").code == 5
+    assert team.run("token", "create", "service:b", actor="bob").code == 5
+    assert team.plan(actor="deploy").code == 5, "its token is not presented"
+    assert team.run("plan", team.profile, TRUEUP_TOKEN="tu_wrong").code == 5
+    rows = [(e.event, e.outcome, e.actor["id"]) for e in reversed(team.audit())]
+    me = ME.partition(":")[2]
+    assert rows == [
+        ("grant.added", "success", me),
+        ("token.created", "success", me),
+        ("grant.added", "refused", "bob"),
+        ("grants.read", "refused", "bob"),
+        ("token.created", "refused", "bob"),
+        ("actor.claimed", "refused", me),
+        ("actor.claimed", "refused", me),
+    ]
+    assert all("tu_" not in str(e.to_json()) for e in team.audit()), "no token in the log"

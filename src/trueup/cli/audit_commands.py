@@ -85,7 +85,7 @@ def audit_verify(
         from trueup import audit, authz
 
         engine = _engine(state)
-        authz.require_admin(engine.store, engine.actor)
+        engine.access("audit.read", lambda: authz.require_admin(engine.store, engine.actor), {})
         pinned = _anchor(anchor) if anchor else None
         report = audit.verify(engine.store, pinned)
         head = f"{report.head_seq}:{report.head}"

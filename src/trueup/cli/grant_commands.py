@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from trueup.cli.main import JsonOpt, StateOpt, _engine, _run
 from trueup.cli.output import Output
@@ -39,7 +40,11 @@ def grant_add(
         from trueup import authz
 
         engine = _engine(state)
-        grant = authz.add_grant(engine.store, engine.actor, actor, permission, target)
+        grant = engine.access(
+            "grant.added",
+            lambda: authz.add_grant(engine.store, engine.actor, actor, permission, target),
+            {"actor": actor, "permission": permission, "target": target},
+        )
         out.report(f"{grant.actor} may {grant.permission} {grant.target_glob}", grant.to_json())
         return 0
 
@@ -55,7 +60,7 @@ def grant_list(state: StateOpt = None, json_out: JsonOpt = False) -> None:
         from trueup import authz
 
         engine = _engine(state)
-        authz.require_admin(engine.store, engine.actor)
+        engine.access("grants.read", lambda: authz.require_admin(engine.store, engine.actor), {})
         grants = authz.grants(engine.store)
         if json_out:
             out.envelope("ok", 0, f"{len(grants)} grants", [g.to_json() for g in grants])
@@ -63,7 +68,7 @@ def grant_list(state: StateOpt = None, json_out: JsonOpt = False) -> None:
         if not grants:
             out.print("no grants: authorization is off and everyone is admin")
         for g in grants:
-            out.print(f"{g.actor}  {g.permission}  {g.target_glob}  (by {g.created_by})")
+            out.print(escape(f"{g.actor}  {g.permission}  {g.target_glob}  (by {g.created_by})"))
         return 0
 
     _run(out, body)
@@ -84,7 +89,11 @@ def grant_remove(
         from trueup import authz
 
         engine = _engine(state)
-        authz.remove_grant(engine.store, engine.actor, actor, permission, target)
+        engine.access(
+            "grant.removed",
+            lambda: authz.remove_grant(engine.store, engine.actor, actor, permission, target),
+            {"actor": actor, "permission": permission, "target": target},
+        )
         out.report(f"removed: {actor} {permission} {target}", None)
         return 0
 
@@ -106,7 +115,11 @@ def token_create(
         from trueup import authz
 
         engine = _engine(state)
-        token = authz.create_token(engine.store, engine.actor, service)
+        token = engine.access(
+            "token.created",
+            lambda: authz.create_token(engine.store, engine.actor, service),
+            {"service": service},
+        )
         # Shown exactly once, on stdout: handing it over is the point of this command.
         if json_out:
             out.envelope("ok", 0, f"token for {service}", {"token": token})
@@ -131,7 +144,11 @@ def token_revoke(
         from trueup import authz
 
         engine = _engine(state)
-        found = authz.revoke_token(engine.store, engine.actor, service)
+        found = engine.access(
+            "token.revoked",
+            lambda: authz.revoke_token(engine.store, engine.actor, service),
+            {"service": service},
+        )
         message = f"token of {service} revoked" if found else f"{service} had no token"
         out.report(message, {"revoked": found})
         return 0

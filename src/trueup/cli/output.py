@@ -62,8 +62,8 @@ class Output:
         """A command's one-line outcome: the message for people, or an envelope."""
         if self.json_mode:
             self.envelope(status, code, message, data)
-        else:
-            self.print(message)
+        else:  # plain words: a glob's [ab] is not markup
+            self.console.print(_scrub(message), markup=False)
 
     def print(self, *parts: Any) -> None:
         if not self.json_mode:
