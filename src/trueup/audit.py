@@ -86,15 +86,26 @@ def _entry(row: Any) -> Entry:
         event=event,
         outcome=outcome,
         reason=reason,
-        actor=json.loads(actor),
-        target=json.loads(target),
+        actor=_loads(actor),
+        target=_loads(target),
         target_key=key,
         plan_digest=plan,
         run_id=run,
-        detail=json.loads(detail) if detail is not None else None,
+        detail=_loads(detail) if detail is not None else None,
         prev_hash=prev,
         hash=hsh,
     )
+
+
+def _loads(text: Any) -> Any:
+    """A stored JSON column; one edited into something else is shown, not a crash.
+
+    Its row's hash cannot match any more, so ``verify`` names the row.
+    """
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return {"not_json": str(text)}
 
 
 def _text(value: Any) -> str:

@@ -81,6 +81,13 @@ def test_an_edited_row_is_caught(store: Store) -> None:
     assert problems(store) == ["row 3 was edited (its hash does not match)"]
 
 
+def test_a_json_column_edited_into_something_else_is_caught_not_a_crash(store: Store) -> None:
+    fill(store)
+    untriggered(store, "UPDATE audit SET actor = 'x' WHERE seq = 1")
+    assert problems(store) == ["row 1 was edited (its hash does not match)"]
+    assert audit.entries(store)[-1].actor == {"not_json": "x"}
+
+
 def test_a_deleted_row_is_caught(store: Store) -> None:
     fill(store)
     untriggered(store, "DELETE FROM audit WHERE seq = 2")
