@@ -179,11 +179,15 @@ def _like(glob: str) -> str:
 
 
 def entries(
-    store: Store, target: str | None = None, event: str | None = None, limit: int = 50
+    store: Store,
+    target: str | None = None,
+    event: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
 ) -> list[Entry]:
     """Newest first; ``target`` is a target key, a glob over keys, or a target id."""
     where: list[str] = []
-    params: dict[str, Any] = {"limit": limit}
+    params: dict[str, Any] = {"limit": limit, "offset": offset}
     if target:
         if any(c in target for c in "*?"):
             where.append("target_key LIKE :t ESCAPE '\\'")
@@ -196,7 +200,8 @@ def entries(
         params["e"] = _like(event) + "%"
     clause = f"WHERE {' AND '.join(where)} " if where else ""
     rows = store.db.execute(
-        f"SELECT {_COLUMNS} FROM audit {clause}ORDER BY seq DESC LIMIT :limit", params
+        f"SELECT {_COLUMNS} FROM audit {clause}ORDER BY seq DESC LIMIT :limit OFFSET :offset",
+        params,
     )
     return [_entry(r) for r in rows]
 

@@ -224,3 +224,26 @@ def test_grant_and_token_changes_and_every_refusal_are_audited(team: Team) -> No
         ("actor.claimed", "refused", me),
     ]
     assert all("tu_" not in str(e.to_json()) for e in team.audit()), "no token in the log"
+
+
+def test_status_and_lists_show_an_actor_only_what_it_may_plan(team: Team) -> None:
+    assert team.run("grant", "add", ME, "admin", "*").code == 0
+    other = team.world.base / "other"
+    other.mkdir()
+    assert team.run("apply", team.profile, "--root", str(other), "--yes").code == 0
+    root = str(team.world.root)
+    assert team.run("grant", "add", "service:dave", "plan", f"profile:ws@{root}").code == 0
+    assert team.plan().code == 0
+    for _ in range(6):  # the newest rows are all about a target dave may not see
+        assert team.run("plan", team.profile, "--root", str(other)).code == 0
+    status = team.run("status", "--json", actor="dave")
+    assert [t["target"] for t in status.json["data"]["targets"]] == [], status.out
+    listed = team.run("audit", "list", "--limit", "5", "--json", actor="dave")
+    assert listed.code == 0 and len(listed.json["data"]) >= 1, listed.out
+    assert all(root in e["target_key"] for e in listed.json["data"])
+
+
+def test_bad_job_and_worker_options_are_usage_errors(team: Team) -> None:
+    assert team.run("jobs", "list", "--status", "bogus").code == 2
+    worker = team.run("worker", "--drain", "--import", "no_such_module_here")
+    assert worker.code == 2 and "no such module" in worker.err, worker.err

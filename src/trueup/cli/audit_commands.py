@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from trueup.cli.main import JsonOpt, StateOpt, _engine, _run
-from trueup.cli.output import Output
+from trueup.cli.output import Output, first_visible
 from trueup.errors import ApplyFailedError, ExitCode, UsageError
 
 app: typer.Typer = typer.Typer(
@@ -40,10 +40,11 @@ def audit_list(
         from trueup import audit, authz
 
         engine = _engine(state)
-        rows = audit.entries(engine.store, target, event, limit)
-        visible = [
-            r for r in rows if authz.allowed(engine.store, engine.actor, "plan", r.target_key)
-        ]
+        visible = first_visible(
+            lambda offset, page: audit.entries(engine.store, target, event, page, offset),
+            lambda r: authz.allowed(engine.store, engine.actor, "plan", r.target_key),
+            limit,
+        )
         if json_out:
             out.envelope("ok", 0, f"{len(visible)} entries", [r.to_json() for r in visible])
             return 0

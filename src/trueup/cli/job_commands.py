@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 import typer
 
 from trueup.cli.main import JsonOpt, StateOpt, _engine, _run
-from trueup.cli.output import Output
+from trueup.cli.output import Output, first_visible
+from trueup.errors import UsageError
 
 jobs_app: typer.Typer = typer.Typer(
     help="Queued applies: list them, resume a failed one.", no_args_is_help=True
@@ -64,6 +65,9 @@ def worker(
     _run(out, body)
 
 
+JOB_STATUSES = ("queued", "running", "failed", "succeeded", "abandoned")
+
+
 @jobs_app.command("list")
 def jobs_list(
     status: Annotated[
@@ -81,12 +85,18 @@ def jobs_list(
         from trueup import authz
         from trueup.state.jobs import JobStore
 
+        unknown = sorted(set(status or ()) - set(JOB_STATUSES))
+        if unknown:
+            raise UsageError(
+                f"--status {unknown[0]}: not a job status",
+                hint=f"use one of {', '.join(JOB_STATUSES)}",
+            )
         engine = _engine(state)
-        jobs = [
-            j
-            for j in JobStore(engine.store).jobs(status or (), limit)
-            if authz.allowed(engine.store, engine.actor, "plan", j.run.target.key)
-        ]
+        jobs = first_visible(
+            lambda offset, page: JobStore(engine.store).jobs(status or (), page, offset),
+            lambda j: authz.allowed(engine.store, engine.actor, "plan", j.run.target.key),
+            limit,
+        )
         rows = [
             {
                 **j.run.to_json(),
@@ -126,7 +136,6 @@ def jobs_resume(
     out = Output("jobs resume", json_out)
 
     def body() -> int:
-        from trueup.errors import UsageError
         from trueup.execute.runner import Runner, load_handlers
         from trueup.state.jobs import JobStore
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trueup.errors import ExitCode, TrueupError
 from trueup.redact import redact, redact_message
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -98,3 +101,22 @@ class Output:
 
 def _scrub(part: Any) -> Any:
     return redact(part) if isinstance(part, str) else part
+
+
+def first_visible(
+    fetch: Callable[[int, int], list[T]], keep: Callable[[T], bool], limit: int
+) -> list[T]:
+    """The newest ``limit`` rows the actor may see, paging past the ones it may not.
+
+    Limiting before filtering would show an actor nothing when the newest rows
+    are all about targets it may not read.
+    """
+    found: list[T] = []
+    offset, page = 0, max(limit, 100)
+    while len(found) < limit:
+        rows = fetch(offset, page)
+        found += [row for row in rows if keep(row)]
+        if len(rows) < page:
+            break
+        offset += page
+    return found[:limit]

@@ -79,9 +79,15 @@ def _replan(run: dict[str, Any]) -> str:
 
 
 def _recorded(out: Output, engine: Any) -> int:
+    from trueup import authz
+
     store = engine.store
+
+    def readable(key: str) -> bool:  # what an actor may not plan, it does not see
+        return authz.allowed(store, engine.actor, "plan", key)
+
     targets = []
-    for key in store.targets():
+    for key in filter(readable, store.targets()):
         last = _last_run(store, key)
         targets.append(
             {
@@ -91,7 +97,7 @@ def _recorded(out: Output, engine: Any) -> int:
                 "last_run": last.to_json() if last else None,
             }
         )
-    runs = store.blocked_runs()
+    runs = [r for r in store.blocked_runs() if readable(r.target.key)]
     blocked = [r.to_json() for r in runs]
     # What to do next depends on the run: wait for a live one, recover a dead one.
     next_steps = {r.id: locked_error(r, r.target).hint for r in runs}

@@ -130,8 +130,17 @@ def handler_for(name: str) -> Handler:
 
 def load_handlers(modules: Iterable[str] = ()) -> None:
     """Import the built-in handlers and any named modules that register more."""
-    for module in ("trueup.execute.queued_apply", *modules):
-        importlib.import_module(module)
+    importlib.import_module("trueup.execute.queued_apply")
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module.startswith(exc.name):
+                raise  # the module is there; something it imports is not
+            raise UsageError(
+                f"--import {module}: no such module",
+                hint="name a module importable by this Python (check the spelling and sys.path)",
+            ) from None
 
 
 # -- errors ---------------------------------------------------------------

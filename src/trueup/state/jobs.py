@@ -127,16 +127,16 @@ class JobStore:
         )
         return _job(row) if row else None
 
-    def jobs(self, statuses: Sequence[str] = (), limit: int = 50) -> list[Job]:
+    def jobs(self, statuses: Sequence[str] = (), limit: int = 50, offset: int = 0) -> list[Job]:
         where = ""
-        params: dict[str, Any] = {"limit": limit}
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
         if statuses:
             names = [f":s{i}" for i in range(len(statuses))]
             where = f"AND status IN ({', '.join(names)}) "
             params.update({f"s{i}": s for i, s in enumerate(statuses)})
         rows = self.db.execute(
             f"SELECT {_JOB_COLUMNS} FROM runs WHERE steps IS NOT NULL {where}"
-            "ORDER BY started_at DESC, id DESC LIMIT :limit",
+            "ORDER BY started_at DESC, id DESC LIMIT :limit OFFSET :offset",
             params,
         )
         return [_job(r) for r in rows]
