@@ -36,7 +36,7 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -302,8 +302,8 @@ class Runner:
         except RunLocked as locked:
             raise AlreadyRunning(locked_error(locked.holder, target), locked.holder) from None
 
-    def claim_next(self) -> Job | None:
-        return self.jobs.claim_next(self.owner, self.lease_seconds)
+    def claim_next(self, skip: Collection[str] = ()) -> Job | None:
+        return self.jobs.claim_next(self.owner, self.lease_seconds, skip)
 
     def run_steps(
         self, run: str | RunInfo, steps: Sequence[Step], abort: threading.Event | None = None

@@ -83,12 +83,25 @@ class Worker:
     ) -> WorkerStats:
         stats = WorkerStats()
         done = 0
+        # Jobs this worker may not apply: left queued for one that may.
+        not_mine: set[str] = set()
         while not stop.is_set() and (max_jobs is None or done < max_jobs):
-            job = self.runner.claim_next()
+            job = self.runner.claim_next(not_mine)
             if job is None:
                 if drain:
                     break
                 stop.wait(self.poll_seconds)
+                continue
+            if not authz.allowed(self.store, self.actor, "apply", job.run.target.key):
+                self.runner.jobs.release(job.run.id, self.runner.owner)
+                not_mine.add(job.run.id)
+                log.warning(
+                    "%s may not apply %s: run %s is left queued for another worker",
+                    self.actor.key,
+                    job.run.target.key,
+                    job.run.id,
+                )
+                stats.runs.append({"run": job.run.id, "status": "left queued"})
                 continue
             done += 1
             self._one(job, stop, stats)
@@ -97,23 +110,6 @@ class Worker:
     def _one(self, job: Job, stop: threading.Event, stats: WorkerStats) -> None:
         run = job.run
         requester = _requester(run.actor)
-        if not authz.allowed(self.store, self.actor, "apply", run.target.key):
-            reason = f"worker {self.actor.key} may not apply {run.target.key}"
-            self.runner.jobs.fail(run.id, self.runner.owner, {"step": None, "message": reason})
-            audit.record(
-                self.store,
-                "plan.applied",
-                "refused",
-                requester,
-                run.target,
-                reason=reason,
-                plan_digest=run.plan_digest,
-                run_id=run.id,
-                detail={"worker": self.actor.key},
-            )
-            stats.failed += 1
-            stats.runs.append({"run": run.id, "status": "refused"})
-            return
         status = "succeeded"
         try:
             result = self.runner.run_job(job, stop)

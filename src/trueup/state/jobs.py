@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,7 +179,7 @@ class JobStore:
             "at": now(),
         }
 
-    def claim_next(self, owner: str, ttl: float) -> Job | None:
+    def claim_next(self, owner: str, ttl: float, skip: Collection[str] = ()) -> Job | None:
         """Take the oldest queued job, or one whose worker's lease ran out.
 
         PostgreSQL: ``FOR UPDATE SKIP LOCKED`` lets workers claim different
@@ -187,15 +187,28 @@ class JobStore:
         at a time, so ``BEGIN IMMEDIATE`` is its equivalent.
         """
         clock = self.db.epoch_sql
-        skip = " FOR UPDATE SKIP LOCKED" if self.db.dialect == "postgresql" else ""
+        locking = " FOR UPDATE SKIP LOCKED" if self.db.dialect == "postgresql" else ""
+        skipped = {f"k{i}": run_id for i, run_id in enumerate(sorted(skip))}
+        names = ", ".join(f":{name}" for name in skipped)
+        not_these = f"AND id NOT IN ({names}) " if skipped else ""
         pick = (
             "id = (SELECT id FROM runs WHERE steps IS NOT NULL AND (status = 'queued' OR "
             f"(status = 'running' AND lease_expires_at < {clock})) "
             "AND (affinity IS NULL OR affinity = :host) "
-            f"ORDER BY started_at, id LIMIT 1{skip})"
+            f"{not_these}ORDER BY started_at, id LIMIT 1{locking})"
         )
-        row = self._atomic(self._claim_sql(pick), self._claim_params(owner, ttl))
+        row = self._atomic(self._claim_sql(pick), {**self._claim_params(owner, ttl), **skipped})
         return _job(row) if row else None
+
+    def release(self, run_id: str, owner: str) -> bool:
+        """Give a claimed job back to the queue untouched (this worker may not run it)."""
+        return self._fenced(
+            "status = 'queued', lease_owner = NULL, lease_expires_at = NULL, "
+            "attempts = attempts - 1",
+            run_id,
+            owner,
+            {},
+        )
 
     def claim(self, run_id: str, owner: str, ttl: float) -> Job | None:
         """Take one named job: queued, failed, already ours, or with a lapsed lease."""
