@@ -11,6 +11,7 @@ import os
 import pytest
 from machine import Machine
 
+from trueup.kinds.content import text_diff
 from trueup.model import ActionType as T
 
 
@@ -202,3 +203,29 @@ def test_an_end_marker_last_in_the_file_or_ending_crlf_is_found(
     target = machine.path("dir/f.txt")
     target.write_bytes(target.read_bytes().rstrip(b"\n") + ending.encode())
     assert machine.action(file_resource("append-local", "managed\n"), "f").type is T.NO_OP
+
+
+def test_a_diff_that_differs_only_in_the_last_newline_says_so() -> None:
+    shown = text_diff(b"same\n", b"same", "f")
+    assert shown.endswith("-same\n+same\n\\ No newline at end of file\n"), shown
+
+
+def test_a_renamed_append_local_resource_asks_for_its_markers_not_a_second_section(
+    machine: Machine,
+) -> None:
+    machine.put("dir/f.txt", "my notes\n")
+    machine.converge(file_resource("append-local", "shared\n"))
+    renamed = file_resource("append-local", "shared\n").replace('id = "f"', 'id = "g"')
+    for force in ((), ("g",)):
+        action = machine.action(renamed, "g", force)
+        assert action.type is T.HUMAN_ACTION and "# trueup:begin g" in action.summary
+    machine.apply(renamed, ("g",))
+    assert machine.path("dir/f.txt").read_text().count("shared") == 1
+    target = machine.path("dir/f.txt")
+    target.write_text(
+        target.read_text()
+        .replace("trueup:begin f", "trueup:begin g")
+        .replace("trueup:end f", "trueup:end g")
+    )
+    machine.converge(renamed)
+    assert target.read_text() == "# trueup:begin g\nshared\n# trueup:end g\nmy notes\n"

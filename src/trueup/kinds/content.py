@@ -54,4 +54,8 @@ def text_diff(old: bytes | None, new: bytes | None, label: str) -> str:
         fromfile=f"{label} (live)" if old is not None else "/dev/null",
         tofile=f"{label} (declared)" if new is not None else "/dev/null",
     )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    # A last line without its newline says so, as diff(1) does: otherwise a file
+    # that differs only there shows two identical lines.
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )

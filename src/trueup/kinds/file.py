@@ -220,6 +220,18 @@ class FileKind(Kind):
     ) -> Decision:
         desired = resource.spec["section_digest"]
         markers = observed.detail.get("markers")
+        if applied is not None and applied.resource.id != resource.id and markers != "ok":
+            # Taken over from a renamed id: its section is still marked with that id,
+            # and adding one under the new id would leave two.
+            old, new = self._markers(applied.resource), self._markers(resource)
+            return Decision(
+                ActionType.HUMAN_ACTION,
+                f"the section in {resource.target} is marked with the old id "
+                f"{applied.resource.id!r}: change its marker lines to "
+                f"{new.begin.decode().strip()!r} and {new.end.decode().strip()!r} "
+                f"(from {old.begin.decode().strip()!r} and {old.end.decode().strip()!r}), "
+                "then plan again",
+            )
         if observed.state == "absent":
             return Decision(ActionType.WRITE_FILE, "create with the source section", _CREATE)
         if observed.state != "file":
