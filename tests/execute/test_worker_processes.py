@@ -155,3 +155,29 @@ def test_a_failed_job_is_resumed_after_the_fix(
     job = JobStore(store).job(run_id)
     assert job is not None and job.run.status == "succeeded" and job.failure is None
     assert [line.split()[1] for line in log.read_text().splitlines()] == ["create", "finish"]
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_a_job_resumed_here_is_audited_like_any_apply(
+    tmp_path: Path, store: Store, store_url: str
+) -> None:
+    log, fix = tmp_path / "executions.log", tmp_path / "fixed"
+    plan = [
+        Step("route", "testing.fail", {"unless": str(fix), "message": "zone is not active"}),
+        Step("finish", "testing.record", {"log": str(log)}),
+    ]
+    runner = Runner(store)
+    run_id = runner.enqueue(ACME, plan, "service:ci")
+    runner.close()
+    worker(tmp_path, store_url, "--drain").communicate(timeout=60)
+    fix.touch()
+    resumed = trueup(
+        tmp_path, store_url, "jobs", "resume", run_id, "--here", "--import", "trueup.testing.steps"
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    done = audit.entries(store, event="plan.applied")[0]
+    assert (done.outcome, done.run_id, done.detail) == (
+        "success",
+        run_id,
+        {"resumed_here": True},
+    )

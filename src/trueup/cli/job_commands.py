@@ -155,13 +155,19 @@ def jobs_resume(
             out.report(message, {"run": run_id}, "queued")
             return 0
         load_handlers(imports or ())
-        from trueup.execute.runner import Step
+        from trueup.execute.runner import Step, StepFailed
+        from trueup.execute.worker import record_job
 
         runner = Runner(engine.store)
         try:
             result = runner.run_steps(run_id, [Step.from_json(s) for s in job.steps])
+        except StepFailed as failed:
+            record_job(engine.store, job.run, engine.actor, failed, resumed_here=True)
+            raise
         finally:
             runner.close()
+        if result.status == "succeeded":
+            record_job(engine.store, job.run, engine.actor, None, resumed_here=True)
         message = f"run {run_id} {result.status}"
         out.report(message, result.to_json(), result.status)
         return 0

@@ -22,7 +22,7 @@ from typing import Any
 from trueup import audit, authz
 from trueup.execute.runner import DEFAULT_LEASE, LeaseLost, Runner, StepFailed
 from trueup.state.jobs import Job
-from trueup.state.store import Store
+from trueup.state.store import RunInfo, Store
 
 log = logging.getLogger(__name__)
 
@@ -116,32 +116,13 @@ class Worker:
             status = result.status
         except StepFailed as failed:
             status = "failed"
-            audit.record(
-                self.store,
-                "plan.applied",
-                "failed",
-                requester,
-                run.target,
-                reason=failed.message,
-                plan_digest=run.plan_digest,
-                run_id=run.id,
-                detail={"worker": self.actor.key, "step": failed.step_id},
-            )
+            record_job(self.store, run, requester, failed, worker=self.actor.key)
         except LeaseLost as lost:
             status = "lease-lost"
             log.warning("%s", lost.message)
         else:
             if status == "succeeded":
-                audit.record(
-                    self.store,
-                    "plan.applied",
-                    "success",
-                    requester,
-                    run.target,
-                    plan_digest=run.plan_digest,
-                    run_id=run.id,
-                    detail={"worker": self.actor.key, "queued": True},
-                )
+                record_job(self.store, run, requester, None, worker=self.actor.key, queued=True)
         if status == "succeeded":
             stats.succeeded += 1
         elif status == "failed":
@@ -151,6 +132,25 @@ class Worker:
         else:
             stats.lost += 1
         stats.runs.append({"run": run.id, "status": status})
+
+
+def record_job(
+    store: Store, run: RunInfo, actor: authz.Actor, failed: StepFailed | None, **detail: Any
+) -> None:
+    """A queued apply's end, audited like any apply (``plan.applied``)."""
+    if failed is not None:
+        detail["step"] = failed.step_id
+    audit.record(
+        store,
+        "plan.applied",
+        "failed" if failed else "success",
+        actor,
+        run.target,
+        reason=failed.message if failed else None,
+        plan_digest=run.plan_digest,
+        run_id=run.id,
+        detail=detail,
+    )
 
 
 def _requester(key: str) -> authz.Actor:
