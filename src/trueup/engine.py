@@ -43,7 +43,7 @@ from trueup.model import (
     Resource,
     Target,
 )
-from trueup.paths import TargetError
+from trueup.paths import TargetError, find_overlaps
 from trueup.plan.memo import PlanMemo, Remembered
 from trueup.plan.planner import compute_plan
 from trueup.settings import Settings
@@ -190,14 +190,26 @@ class Engine:
         applied = self.store.applied(target.key)
         resources = {r.id: r for r in profile.resources}
         check_overwrite(force, resources, applied, profile.path)
+        ctx = ObserveContext(root=root, fs=fs)
         observed = observe_all(
             [
                 *profile.resources,
                 *(a.resource for rid, a in applied.items() if rid not in resources),
             ],
-            ObserveContext(root=root, fs=fs),
+            ctx,
             str(profile.path),
         )
+        if ctx.resolver.links:  # folders linked inside the root: targets may meet there
+            clashes = find_overlaps(
+                (r.id, ctx.resolver.canonical(r.target)) for r in resources.values()
+            )
+            if clashes:
+                a, b = clashes[0]
+                raise UsageError(
+                    f"{profile.path}: resources {a!r} and {b!r} have overlapping targets once "
+                    "the symlinked folders under the root are followed",
+                    hint="declare each place once, by one path",
+                )
         plan = compute_plan(
             target,
             str(profile.path),

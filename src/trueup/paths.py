@@ -84,6 +84,21 @@ class RootResolver:
     def __init__(self, root: Path | str) -> None:
         self.root = os.path.realpath(root)
         self._safe: set[str] = {self.root}
+        #: Folders (relative) that are symlinks inside the root, and where they lead.
+        self.links: dict[str, str] = {}
+
+    def canonical(self, target: str) -> str:
+        """``target`` as the file system sees it: symlinked folders on the way followed.
+
+        Two targets that differ only by a link (``skills/x`` and ``real/x`` when
+        ``skills`` leads to ``real``) are one place.
+        """
+        parts = target.split("/")
+        for depth in range(len(parts) - 1, 0, -1):
+            lead = self.links.get("/".join(parts[:depth]))
+            if lead is not None:
+                return "/".join([lead, *parts[depth:]]) if lead else "/".join(parts[depth:])
+        return target
 
     def resolve(self, target: str) -> Path:
         return Path(self.resolve_str(target))
@@ -109,4 +124,5 @@ class RootResolver:
                     f"target {target!r} goes through {folder}, a symlink to {resolved}, "
                     f"which is outside the root {self.root}"
                 )
+            self.links[parent] = resolved[len(self.root) + 1 :]
         self._safe.add(folder)

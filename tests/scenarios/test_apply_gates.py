@@ -284,3 +284,19 @@ def test_a_plan_saved_by_another_trueup_version_is_named_as_such(world: World) -
     refused = world.run("apply", str(saved), "--yes")
     assert refused.code == 2, refused.err
     assert "'trueup.saved-plan/9' plan" in refused.err and "top-level" not in refused.err
+
+
+def test_two_targets_that_meet_through_a_symlinked_folder_are_refused(world: World) -> None:
+    (world.root / "real").mkdir()
+    (world.root / "skills").symlink_to(world.root / "real")
+    world.write("src/a.txt", "s\n")
+    text = (
+        '[profile]\nid = "p"\nname = "P"\n'
+        '[[resource]]\nid = "sk"\nkind = "skill"\ntarget = "skills/sk"\nsource = "src"\n'
+        '[[resource]]\nid = "other"\nkind = "file"\ntarget = "real/sk/a.txt"\ncontent = "x"\n'
+    )
+    profile = str(world.write("p.toml", text))
+    result = world.run("apply", profile, "--root", str(world.root), "--yes")
+    assert result.code == 2, result.out + result.err
+    assert "'sk' and 'other' have overlapping targets once the symlinked folders" in result.err
+    assert list((world.root / "real").iterdir()) == []
