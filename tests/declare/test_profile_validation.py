@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 TRUEUP = str(Path(sys.executable).parent / "trueup")
@@ -291,3 +292,45 @@ def test_half_a_surrogate_pair_is_not_text(tmp_path: Path, field: str) -> None:
     result = run(tmp_path, text, "p.json")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "half of a surrogate pair" in result.stderr
+
+
+def _resource(**fields: object) -> dict[str, object]:
+    return {"id": "r", "kind": "file", "target": "a.txt", "content": "x", **fields}
+
+
+AGREEMENT = {
+    "a plain file": (_resource(), True),
+    "content and link": (_resource(link="b"), False),
+    "no origin": ({"id": "r", "kind": "file", "target": "a.txt"}, False),
+    "parent target": (_resource(target="../x"), False),
+    "absolute target": (_resource(target="/etc/x"), False),
+    "empty target": (_resource(target=""), False),
+    "glob target": (_resource(target="a*.txt"), False),
+    "dot-dot inside": (_resource(target="a/../b"), False),
+    "dots in a name": (_resource(target="a/..b/c"), True),
+    "link and append-local": (
+        {"id": "r", "kind": "file", "target": "a", "link": "b", "policy": "append-local"},
+        False,
+    ),
+    "a config key path": (
+        {"id": "c", "kind": "config", "target": "c.json", "keys": {"a.b": 1}},
+        True,
+    ),
+    "an empty key segment": (
+        {"id": "c", "kind": "config", "target": "c.json", "keys": {"a..b": 1}},
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AGREEMENT))
+def test_the_schema_and_the_loader_agree(tmp_path: Path, name: str) -> None:
+    resource, valid = AGREEMENT[name]
+    document = {"profile": {"id": "p", "name": "P"}, "resource": [resource]}
+    schema = json.loads(
+        subprocess.run([TRUEUP, "schema", "profile"], capture_output=True, check=True).stdout
+    )
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(document))
+    assert (not errors) is valid, errors
+    loaded = run(tmp_path, json.dumps(document), "p.json")
+    assert (loaded.returncode == 0) is valid, loaded.stderr

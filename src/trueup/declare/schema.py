@@ -39,7 +39,28 @@ def profile_schema() -> dict[str, Any]:
         profile: ProfileMeta
         resource: list[union] = Field(default_factory=list)
 
-    return ProfileFile.model_json_schema()
+    return _with_rules_pydantic_cannot_spell(ProfileFile.model_json_schema())
+
+
+# What the loader checks beyond the models (paths.normalise_target, the file
+# kind's one origin, key paths), spelt for editors. JSON Schema's regexes are
+# ECMA 262: lookaheads are fine there, though pydantic's own validator lacks them.
+_TARGET = r"^(?![/\\])(?![A-Za-z]:)(?!(?:.*[/\\])?\.\.(?:[/\\]|$))(?=.*[^/.\s])[^*?\[\]\x00]+$"
+_KEY_PATH = r"^(?!\.)(?!.*\.\.)(?!.*\.$).+$"
+
+
+def _with_rules_pydantic_cannot_spell(schema: dict[str, Any]) -> dict[str, Any]:
+    for name, model in schema["$defs"].items():
+        if not name.endswith("Resource"):
+            continue
+        model["properties"]["target"]["pattern"] = _TARGET
+        if name == "FileResource":
+            model["oneOf"] = [{"required": [origin]} for origin in ("content", "source", "link")]
+            model["if"] = {"required": ["link"]}
+            model["then"] = {"properties": {"policy": {"not": {"const": "append-local"}}}}
+        if name == "ConfigResource":
+            model["properties"]["keys"]["propertyNames"] = {"pattern": _KEY_PATH}
+    return schema
 
 
 def schema_for(what: str) -> dict[str, Any]:
