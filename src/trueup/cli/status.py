@@ -149,12 +149,14 @@ def _recorded(out: Output, engine: Any) -> int:
                 f"{escape(str(last.get('message') or ''))}\n  next: {escape(_replan(last))}"
             )
     for run in blocked:
-        alive = {True: "still running", False: "process gone", None: "other host"}[
+        # Whether its process lives matters only while it says it is running.
+        alive = {True: ", still running", False: ", process gone", None: ", other host"}[
             run["holder_alive"]
         ]
+        state = run["status"] + (alive if run["status"] == "running" else "")
         out.print(
-            f"[red]blocked[/] run {run['id']} on {escape(run['target']['name'])} ({run['status']}, "
-            f"{alive}); next: {escape(next_steps[run['id']] or '')}"
+            f"[red]blocked[/] run {run['id']} on {escape(run['target']['name'])} ({state}); "
+            f"next: {escape(next_steps[run['id']] or '')}"
         )
     out.print(f"status: {status}")
     return int(code)
