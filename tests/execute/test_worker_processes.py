@@ -122,19 +122,28 @@ def test_a_killed_workers_job_is_taken_over_from_its_checkpoint(
     assert "s3" in {r[1] for r in runs if r[2] == "2"}, "the second worker finished it"
 
 
-@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
-def test_a_failed_job_is_resumed_after_the_fix(
-    tmp_path: Path, store: Store, store_url: str
-) -> None:
+def failing_job(tmp_path: Path, store: Store, *first: str) -> tuple[str, Path, Path]:
+    """Queue ``first`` recording steps, one that fails until ``fixed`` exists, and a last one.
+
+    Returns the run id, the executions log and the file that fixes the failure.
+    """
     log, fix = tmp_path / "executions.log", tmp_path / "fixed"
     plan = [
-        Step("create", "testing.record", {"log": str(log)}),
+        *(Step(name, "testing.record", {"log": str(log)}) for name in first),
         Step("route", "testing.fail", {"unless": str(fix), "message": "zone is not active"}),
         Step("finish", "testing.record", {"log": str(log)}),
     ]
     runner = Runner(store)
     run_id = runner.enqueue(ACME, plan, "service:ci")
     runner.close()
+    return run_id, log, fix
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_a_failed_job_is_resumed_after_the_fix(
+    tmp_path: Path, store: Store, store_url: str
+) -> None:
+    run_id, log, fix = failing_job(tmp_path, store, "create")
     out, _ = worker(tmp_path, store_url, "--drain").communicate(timeout=60)
     assert "1 failed" in out
     job = JobStore(store).job(run_id)
@@ -161,14 +170,7 @@ def test_a_failed_job_is_resumed_after_the_fix(
 def test_a_job_resumed_here_is_audited_like_any_apply(
     tmp_path: Path, store: Store, store_url: str
 ) -> None:
-    log, fix = tmp_path / "executions.log", tmp_path / "fixed"
-    plan = [
-        Step("route", "testing.fail", {"unless": str(fix), "message": "zone is not active"}),
-        Step("finish", "testing.record", {"log": str(log)}),
-    ]
-    runner = Runner(store)
-    run_id = runner.enqueue(ACME, plan, "service:ci")
-    runner.close()
+    run_id, _, fix = failing_job(tmp_path, store)
     worker(tmp_path, store_url, "--drain").communicate(timeout=60)
     fix.touch()
     resumed = trueup(

@@ -153,13 +153,18 @@ policy = "replace-if-unmodified"
 """
 
 
+def killed(world: World, profile: str, boundary: str = "mutated") -> None:
+    """Apply ``profile`` and SIGKILL it at ``boundary``."""
+    result = world.run(
+        "apply", profile, "--root", str(world.root), "--yes", env={"TRUEUP_CRASH_AT": boundary}
+    )
+    assert result.code == -9, result.err
+
+
 def test_recover_never_undoes_an_edit_made_after_the_crash(world: World) -> None:
     world.target("c.toml").write_text('theme = "dark"\n')
     profile = str(world.write("edits.toml", EDITS))
-    killed = world.run(
-        "apply", profile, "--root", str(world.root), "--yes", env={"TRUEUP_CRASH_AT": "mutated"}
-    )
-    assert killed.code == -9
+    killed(world, profile)
     assert read(world, "f.txt") == "declared\n", "the run wrote both before it was killed"
     planned = world.run("plan", profile, "--root", str(world.root), "--json")
     assert "process is gone" in planned.json["data"]["blocked"]["message"]
@@ -211,10 +216,7 @@ def test_recover_never_redoes_an_action_over_an_edit_made_after_the_crash(
     # file is not the one the run planned to replace: a person's work now.
     world.target("a.txt").write_text("original\n")
     profile = str(world.write("a.toml", ONE_REPLACE))
-    killed = world.run(
-        "apply", profile, "--root", str(world.root), "--yes", env={"TRUEUP_CRASH_AT": boundary}
-    )
-    assert killed.code == -9
+    killed(world, profile, boundary)
     world.target("a.txt").write_text("my edit after the crash\n")
     recovered = world.run("recover")
     assert recovered.code == 3, recovered.out + recovered.err
@@ -228,10 +230,7 @@ def test_recover_never_redoes_an_action_over_an_edit_made_after_the_crash(
 def test_recover_redoes_what_is_still_as_the_run_planned(world: World) -> None:
     world.target("a.txt").write_text("original\n")
     profile = str(world.write("a.toml", ONE_REPLACE))
-    killed = world.run(
-        "apply", profile, "--root", str(world.root), "--yes", env={"TRUEUP_CRASH_AT": "mutated"}
-    )
-    assert killed.code == -9
+    killed(world, profile)
     recovered = world.run("recover")
     assert recovered.code == 0, recovered.out + recovered.err
     assert read(world, "a.txt") == "declared\n"
