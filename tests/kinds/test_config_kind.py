@@ -228,3 +228,39 @@ def test_a_config_file_trueup_made_stays_if_a_person_wrote_in_it(machine: Machin
     machine.path(target).write_text("# my notes\n" + machine.path(target).read_text())
     machine.converge(OTHER)
     assert machine.path(target).read_text().startswith("# my notes\n")
+
+
+def test_a_declared_key_already_there_is_never_trueups_to_remove(machine: Machine) -> None:
+    target = "c/config.toml"
+    machine.put(target, 'model = "gpt-5"  # set by the person\nkeep = true\n')
+    machine.converge(config(target, '"model" = "gpt-5", "other" = 1'))
+    machine.converge(config(target, '"other" = 1'))
+    assert 'model = "gpt-5"  # set by the person' in machine.path(target).read_text()
+
+
+def test_a_key_moved_into_the_overlay_is_released_even_when_nothing_else_changes(
+    machine: Machine,
+) -> None:
+    target = "c/s.json"
+    machine.put(target, '{\n  "u": 1\n}\n')
+    machine.converge(config(target, '"a" = 1, "c" = "x"'))
+    machine.converge(config(target, '"a" = 1', 'overlay = ["c"]\n'))
+    machine.converge(config(target, '"a" = 1'))
+    assert machine.load(target) == {"u": 1, "a": 1, "c": "x"}
+
+
+def test_a_dotted_key_declared_again_as_its_whole_table_is_the_same_key(
+    machine: Machine,
+) -> None:
+    target = "c/s.json"
+    machine.put(target, '{\n  "u": 0\n}\n')
+    machine.converge(config(target, '"a.b" = 1'))
+    machine.converge(config(target, "a = { b = 1 }"))
+    assert machine.load(target) == {"u": 0, "a": {"b": 1}}
+
+
+def test_a_declared_table_that_drops_a_persons_key_says_so_and_asks(machine: Machine) -> None:
+    target = "c/config.toml"
+    machine.put(target, "[a]\nz = 0 # the person's own key\n")
+    action = machine.action(config(target, "a = { b = 1 }"), "c")
+    assert action.destroys and "drops a.z" in action.summary

@@ -291,17 +291,36 @@ class ConfigKind(Kind):
                 resource,
             )
         changes = {k: v for k, v in declared.items() if k not in live or not _same(live[k], v)}
-        # A key moved into the overlay (or under an overlay table) is the machine's now.
+        # Declared keys that were already as declared before trueup: never trueup's to
+        # remove, though a change to them is drift like any declared key's.
+        was_foreign = set(applied.detail.get("foreign", ())) if applied else set()
+        found = {k for k in declared if k not in owned and k in live and k not in changes}
+        foreign = sorted((was_foreign | found) & set(declared) - set(changes))
+        # A key moved into the overlay (or under an overlay table) is the machine's
+        # now; one inside a key declared whole is that key's value.
         dropped = [
-            k for k in owned if k not in declared and not any(paths_overlap(k, o) for o in overlay)
+            k
+            for k in owned
+            if k not in declared
+            and k not in was_foreign
+            and not any(paths_overlap(k, o) for o in overlay)
+            and not any(_inside(k, d) for d in declared)
         ]
         unset = sorted(k for k in dropped if _owned_value(flat, k, owned[k]))
         kept = sorted(set(dropped) - set(unset))
         replace = resource is not None and resource.policy == "replace"
         extra = sorted(_extra_keys(flat, declared, overlay)) if replace else []
+        theirs = _replaced_keys(flat, changes, owned)
         if not changes and not unset and not extra:
             if resource is None:
                 return Decision(ActionType.REMOVE_RESOURCE, "forget (no keys left to remove)")
+            released = sorted(set(owned) - set(declared))
+            if released:  # the record must stop calling them trueup's
+                return Decision(
+                    ActionType.VERIFY_ONLY,
+                    f"up to date; no longer trueup's: {', '.join(released)}",
+                    {"foreign": foreign} if foreign else {},
+                )
             return Decision(ActionType.NO_OP, "up to date")
         payload: dict[str, Any] = {
             "set": changes,
@@ -309,6 +328,8 @@ class ConfigKind(Kind):
             "replace": replace,
             **_made(flat, changes, unset, declared, applied, observed.state == "absent"),
         }
+        if foreign:
+            payload["foreign"] = foreign
         if resource is None:
             note = f"; left changed key(s) {', '.join(kept)}" if kept else ""
             return Decision(
@@ -318,12 +339,14 @@ class ConfigKind(Kind):
             )
         parts = [f"set {len(changes)}"] if changes else []
         parts += [f"remove {len(unset) + len(extra)}"] if unset or extra else []
+        if theirs:
+            parts.append(f"which drops {', '.join(theirs)} (declared tables are set whole)")
         return Decision(
             ActionType.WRITE_CONFIG,
             f"{', '.join(parts)} key(s)",
             payload,
-            # replace drops keys trueup never set: data it cannot give back.
-            destroys=bool(extra),
+            # Keys trueup never set are data it cannot give back.
+            destroys=bool(extra or theirs),
         )
 
     # -- execute ------------------------------------------------------------
@@ -394,8 +417,9 @@ class ConfigKind(Kind):
         detail: dict[str, Any] = {
             "keys": {k: value_digest(v) for k, v in resource.spec["keys"].items()}
         }
-        if action.payload.get("tables"):
-            detail["tables"] = action.payload["tables"]
+        for key in ("tables", "foreign"):
+            if action.payload.get(key):
+                detail[key] = action.payload[key]
         if action.payload.get("file_made"):
             detail["file_made"] = True
         return detail
@@ -450,6 +474,31 @@ def _holds(keys: Iterable[str], table: str) -> bool:
     """Whether any of the dotted ``keys`` is ``table`` or lies inside it."""
     inside = table + "."
     return any(k == table or k.startswith(inside) for k in keys)
+
+
+def _inside(key: str, declared: str) -> bool:
+    """Whether ``key`` lies within the value of the declared key ``declared``."""
+    return _spelt(key).startswith(_spelt(declared) + ".")
+
+
+def _replaced_keys(
+    flat: Mapping[str, Any], changes: Mapping[str, Any], owned: Mapping[str, str]
+) -> list[str]:
+    """Live keys a declared table value replaces that trueup never set."""
+    gone = []
+    for key, value in changes.items():
+        if not isinstance(value, Mapping):
+            continue
+        kept = set(flatten(value, parse_key_path(key)))
+        prefix = _spelt(key) + "."
+        gone += [
+            k
+            for k in flat
+            if k.startswith(prefix)
+            and k not in kept
+            and not any(k == o or _inside(k, o) for o in owned)
+        ]
+    return sorted(gone)
 
 
 def _same(live: object, declared: object) -> bool:
