@@ -264,3 +264,16 @@ def test_a_declared_table_that_drops_a_persons_key_says_so_and_asks(machine: Mac
     machine.put(target, "[a]\nz = 0 # the person's own key\n")
     action = machine.action(config(target, "a = { b = 1 }"), "c")
     assert action.destroys and "drops a.z" in action.summary
+
+
+@pytest.mark.parametrize("made_by_trueup", [False, True])
+def test_a_table_trueup_made_stays_when_a_person_wrote_a_comment_in_it(
+    machine: Machine, made_by_trueup: bool
+) -> None:
+    target = "c/config.toml"
+    if not made_by_trueup:
+        machine.put(target, "x = 1\n")
+    machine.converge(config(target, '"a.b.c" = 1'))
+    machine.path(target).write_text(machine.path(target).read_text() + "# my note about a.b\n")
+    machine.converge(OTHER)
+    assert "# my note about a.b" in machine.path(target).read_text()

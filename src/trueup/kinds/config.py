@@ -374,8 +374,12 @@ class ConfigKind(Kind):
             return str(fresh.to_text())
         for key in payload.get("unset", []):
             doc.delete(parse_key_path(key))
+        kept = str(doc.to_text()) if payload.get("prune") else ""
         for table in payload.get("prune", []):
             doc.delete(parse_key_path(table))
+        if payload.get("prune") and _loses_a_comment(kept, str(doc.to_text())):
+            # A person wrote in a table trueup made: it is theirs now, so it stays.
+            doc = self._load(resource, kept)
         for key, value in payload.get("set", {}).items():
             doc.set(parse_key_path(key), value)
         text = str(doc.to_text())
@@ -474,6 +478,14 @@ def _holds(keys: Iterable[str], table: str) -> bool:
     """Whether any of the dotted ``keys`` is ``table`` or lies inside it."""
     inside = table + "."
     return any(k == table or k.startswith(inside) for k in keys)
+
+
+def _loses_a_comment(before: str, after: str) -> bool:
+    """Whether ``after`` lacks a comment line ``before`` has (TOML and YAML: ``#``)."""
+    remaining = set(after.splitlines())
+    return any(
+        line.lstrip().startswith("#") and line not in remaining for line in before.splitlines()
+    )
 
 
 def _inside(key: str, declared: str) -> bool:
