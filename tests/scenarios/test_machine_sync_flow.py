@@ -630,3 +630,33 @@ def test_a_broken_state_file_is_named_not_called_a_bug(world: World) -> None:
     assert result.code == 2, result.err
     assert f"the state store {broken} cannot be used" in result.err
     assert "internal error" not in result.err
+
+
+def test_a_live_status_of_a_target_another_run_holds_says_blocked(world: World) -> None:
+    profile = str(world.write("f.toml", ONE_FILE_A))
+    crashed = world.run(
+        "apply",
+        profile,
+        "--root",
+        str(world.root),
+        "--yes",
+        env={"TRUEUP_CRASH_AT": "journal-running"},
+    )
+    assert crashed.code == -9
+    live = world.run("status", profile, "--root", str(world.root))
+    assert live.code == 4 and "trueup recover" in live.err, live.out + live.err
+    queued = world.run("apply", profile, "--root", str(world.root), "--yes", "--queue")
+    assert queued.code == 4 and "Plan for" not in queued.out
+
+
+def test_status_drift_ends_when_a_plan_finds_none(world: World) -> None:
+    text = ONE_FILE_A + 'policy = "replace-if-unmodified"\n'
+    profile = str(world.write("f.toml", text))
+    root = str(world.root)
+    assert world.run("apply", profile, "--root", root, "--yes").code == 0
+    world.target("a.txt").write_text("edited\n")
+    assert world.run("apply", profile, "--root", root, "--yes").code == 4
+    assert world.run("status").code == 4
+    world.target("a.txt").write_text("A\n")
+    assert world.run("plan", profile, "--root", root).code == 0
+    assert world.run("status").code == 0

@@ -208,8 +208,7 @@ def apply(
         else:
             prepared = engine.prepare(file, _root(root), overwrite or (), permission="apply")
             expected = prepared.plan
-        if not queue:  # a queued apply waits for the lock instead
-            engine.refuse_if_locked(prepared)
+        engine.refuse_if_locked(prepared)
         if not json_out:
             render_plan(out.console, expected, lambda a: engine.preview(prepared, a))
         if not expected.changes:

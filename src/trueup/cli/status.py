@@ -25,6 +25,9 @@ def show_status(out: Output, engine: Any, file: Path | None, root: Path | None) 
 
 def _live(out: Output, engine: Any, file: Path, root: Path) -> int:
     prepared = engine.prepare(file, root)
+    holder = engine.store.holder(prepared.target.key)
+    if holder is not None:  # what is live is another run's half-way state
+        raise locked_error(holder, prepared.target)
     plan = prepared.plan
     rows = [
         {
@@ -54,12 +57,12 @@ def _live(out: Output, engine: Any, file: Path, root: Path) -> int:
     return int(outcome.exit_code)
 
 
-# A target's last run that ended in a way a person must look at, worst first.
+# A target's last run that ended in a way a person must look at. Drift is not
+# here: every plan refreshes the target's drift records, which say it now.
 _LAST_RUN = {
     Outcome.FAILED.value: (Outcome.FAILED, "failed"),
     Outcome.INTERRUPTED.value: (Outcome.INTERRUPTED, "was stopped part-way"),
     "abandoned": (Outcome.INTERRUPTED, "was abandoned part-way"),
-    Outcome.DRIFT.value: (Outcome.DRIFT, "found drift"),
     Outcome.HUMAN_ACTION_REQUIRED.value: (Outcome.HUMAN_ACTION_REQUIRED, "needs a person"),
 }
 _WORST_FIRST = [Outcome.FAILED, Outcome.INTERRUPTED, Outcome.DRIFT, Outcome.HUMAN_ACTION_REQUIRED]
