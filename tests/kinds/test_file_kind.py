@@ -229,3 +229,10 @@ def test_a_renamed_append_local_resource_asks_for_its_markers_not_a_second_secti
     )
     machine.converge(renamed)
     assert target.read_text() == "# trueup:begin g\nshared\n# trueup:end g\nmy notes\n"
+
+
+def test_a_renamed_append_local_resource_whose_file_is_gone_creates_it(machine: Machine) -> None:
+    machine.converge(file_resource("append-local", "shared\n"))
+    machine.path("dir/f.txt").unlink()
+    machine.converge(file_resource("append-local", "shared\n").replace('id = "f"', 'id = "g"'))
+    assert machine.path("dir/f.txt").read_text() == "# trueup:begin g\nshared\n# trueup:end g\n"

@@ -220,9 +220,11 @@ class FileKind(Kind):
     ) -> Decision:
         desired = resource.spec["section_digest"]
         markers = observed.detail.get("markers")
-        if applied is not None and applied.resource.id != resource.id and markers != "ok":
+        renamed = applied is not None and applied.resource.id != resource.id
+        if renamed and observed.state == "file" and markers != "ok":
             # Taken over from a renamed id: its section is still marked with that id,
             # and adding one under the new id would leave two.
+            assert applied is not None
             old, new = self._markers(applied.resource), self._markers(resource)
             return Decision(
                 ActionType.HUMAN_ACTION,
