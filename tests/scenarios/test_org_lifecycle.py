@@ -274,3 +274,25 @@ def test_overwriting_an_id_the_org_does_not_have_is_a_usage_error(org: OrgWorld)
     planned = org.run("org", "plan", org.path, "--overwrite", "no.such.resource")
     assert planned.code == 2
     assert "--overwrite no.such.resource: no resource has that id" in planned.err
+
+
+def test_dropping_a_role_a_hand_made_grant_gives_is_destroying_and_says_so(
+    org: OrgWorld,
+) -> None:
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 0
+    zitadel = org.fakes.zitadel
+    acme = zitadel.org_id("Acme Inc")
+    assert acme
+    portal = zitadel.project_id(acme, "portal")
+    assert portal
+    other = zitadel.add_org("Other")
+    zitadel.add_grant(acme, portal, {"grantedOrgId": other, "roleKeys": ["member"]})
+    org.declare(ORG.replace('roles = ["admin", "member"]', 'roles = ["admin"]'))
+    planned = org.run("org", "plan", org.path, "--json")
+    [role] = [a for a in planned.json["data"]["plan"]["actions"] if a["type"] == "remove-resource"]
+    assert role["destroys"], role
+    assert "which changes unmanaged zitadel.project_grant portal -> Other" in role["summary"]
+    refused = org.run("org", "apply", org.path, "--yes")
+    assert refused.code == 2 and "role" in refused.err, refused.out + refused.err
+    [grant] = [g for g in zitadel.dump()["grants"][portal].values()]
+    assert grant["roleKeys"] == ["member"], "nothing changed without the typed name"

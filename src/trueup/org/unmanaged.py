@@ -26,6 +26,8 @@ class Unmanaged:
     description: str
     #: The managed item it lives in (a role in a declared project), if any.
     parent: str | None = None
+    #: Managed items whose deletion changes it (the roles a hand-made grant gives).
+    uses: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -64,6 +66,7 @@ def find_unmanaged(observed: Mapping[str, Observed], ctx: ObserveContext) -> lis
                 ident,
                 str(item.detail["description"]),
                 str(parent) if parent is not None else None,
+                tuple(str(u) for u in item.detail.get("uses", ())),
             )
     return sorted(found.values(), key=lambda u: u.description)
 
@@ -74,21 +77,29 @@ def with_what_removals_take(
     """Mark the removal of a managed item that holds unmanaged ones as destroying.
 
     Deleting a project at a provider deletes what is in it: a role or an app
-    somebody made by hand there goes too, though trueup never manages it.
+    somebody made by hand there goes too, though trueup never manages it. And
+    deleting a role takes it out of a grant somebody made by hand.
     """
     inside: dict[str, list[str]] = {}
+    using: dict[str, list[str]] = {}
     for item in unmanaged:
         if item.parent is not None:
             inside.setdefault(item.parent, []).append(item.description)
+        for used in item.uses:
+            using.setdefault(used, []).append(item.description)
     marked = []
     for action in actions:
-        held = inside.get(str(observed.get(action.resource_id, ABSENT).detail.get("id")))
-        if action.type is ActionType.REMOVE_RESOURCE and held:
+        ident = str(observed.get(action.resource_id, ABSENT).detail.get("id"))
+        held, users = inside.get(ident), using.get(ident)
+        if action.type is ActionType.REMOVE_RESOURCE and (held or users):
+            told = (
+                [f"with {len(held)} unmanaged item(s) in it: " + ", ".join(sorted(held))]
+                if held
+                else []
+            )
+            told += [f"which changes unmanaged {', '.join(sorted(users))}"] if users else []
             action = dataclasses.replace(
-                action,
-                summary=f"{action.summary}, with {len(held)} unmanaged item(s) in it: "
-                + ", ".join(sorted(held)),
-                destroys=True,
+                action, summary=f"{action.summary}, {'; '.join(told)}", destroys=True
             )
         marked.append(action)
     return tuple(marked)

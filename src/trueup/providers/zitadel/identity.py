@@ -155,14 +155,21 @@ class ProjectKind(RemoteKind):
                     f"{pid}:{g['grantId']}",
                     f"zitadel.project_grant {label} -> {g.get('grantedOrgName')}",
                     pid,
+                    # Deleting one of these roles takes it out of the grant too.
+                    [f"{pid}:{key}" for key in g.get("grantedRoleKeys", [])],
                 )
                 for g in session.grants.get(pid, [])
             ]
         return items
 
 
-def _item(ident: str, description: str, parent: str | None) -> Observed:
-    return Observed("present", None, {"id": ident, "description": description, "parent": parent})
+def _item(
+    ident: str, description: str, parent: str | None, uses: list[str] | None = None
+) -> Observed:
+    detail: dict[str, Any] = {"id": ident, "description": description, "parent": parent}
+    if uses:
+        detail["uses"] = uses
+    return Observed("present", None, detail)
 
 
 class RoleKind(RemoteKind):
