@@ -14,6 +14,7 @@ of 10,000 resources stores some 40,000 small values.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 from typing import Any
@@ -22,8 +23,20 @@ import orjson
 
 from trueup.errors import UsageError
 
+
+def as_json(value: Any) -> str:
+    """The JSON spelling of what TOML and YAML read as dates and times: ISO 8601 text.
+
+    Only values JSON has no type for come here, so no digest computed before
+    changes: a config file holding a date could not be identified at all.
+    """
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 _ENCODER = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=as_json
 )
 _SORTED = orjson.OPT_SORT_KEYS
 

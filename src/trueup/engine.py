@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from trueup import audit, authz, kinds
-from trueup.canonical import digest, sha256_hex
+from trueup.canonical import as_json, digest, sha256_hex
 from trueup.declare.profile import Profile, load_profile
 from trueup.errors import ApplyFailedError, ConflictError, NotAuthorizedError, UsageError
 from trueup.execute.crashpoints import reach
@@ -534,7 +534,7 @@ class Engine:
                 hint="name a new file, e.g. -o plan.json",
             )
         document = {"schema": SAVED_PLAN_SCHEMA, "digest": plan.digest, "plan": plan.body()}
-        data = json.dumps(document, indent=2, sort_keys=True).encode()
+        data = json.dumps(document, indent=2, sort_keys=True, default=as_json).encode()
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         try:
             tmp.write_bytes(data)

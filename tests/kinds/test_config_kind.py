@@ -277,3 +277,25 @@ def test_a_table_trueup_made_stays_when_a_person_wrote_a_comment_in_it(
     machine.path(target).write_text(machine.path(target).read_text() + "# my note about a.b\n")
     machine.converge(OTHER)
     assert "# my note about a.b" in machine.path(target).read_text()
+
+
+@pytest.mark.parametrize(
+    ("target", "text"),
+    [
+        ("c/config.toml", 'model = "a"\nsince = 2024-01-01\nat = 1979-05-27T07:32:00Z\n'),
+        ("c/app.yaml", "model: a\nsince: 2024-01-01\n"),
+    ],
+)
+def test_dates_and_times_in_a_file_are_kept_and_do_not_stop_the_merge(
+    machine: Machine, target: str, text: str
+) -> None:
+    machine.put(target, text)
+    machine.converge(config(target, '"model" = "b"'))
+    assert machine.path(target).read_text() == text.replace("a\n", "b\n", 1).replace('"a"', '"b"')
+
+
+def test_a_yaml_file_nested_too_deeply_is_a_person_s_matter_not_a_crash(machine: Machine) -> None:
+    deep = "".join("  " * i + f"k{i}:\n" for i in range(300)) + "  " * 300 + "v: 1\n"
+    machine.put("c/app.yaml", deep)
+    action = machine.action(config("c/app.yaml", '"k" = 1'), "c")
+    assert action.type is T.DRIFT_CONFLICT and "nested too deeply" in action.summary

@@ -216,8 +216,12 @@ class ConfigKind(Kind):
             return Observed(entry.state)
         try:
             doc = self._load(resource, ctx.fs.read_bytes(path).decode("utf-8"))
+            doc.keys_flat()  # walks every level: a file nested too deeply fails here, once
         except (ConfigError, UnicodeDecodeError) as exc:
             return Observed("unverifiable", None, {"reason": str(exc)})
+        except RecursionError:
+            reason = f"{resource.target} is nested too deeply for trueup to read"
+            return Observed("unverifiable", None, {"reason": reason})
         declared = {}
         shared = {}
         for key in resource.spec["keys"]:
