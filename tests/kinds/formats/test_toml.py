@@ -412,3 +412,18 @@ def test_lines_of_a_mixed_file_keep_their_own_endings() -> None:
     document.set(("a",), 1)
     document.set(("c",), 2)
     assert document.to_text() == 'a = 1\r\nb = """\nmulti\r\n"""\nc = 2\r\n'
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (("inl", "c"), 3, {"a": {"b": 1}, "c": 3}),
+        (("inl", "a", "d"), 4, {"a": {"b": 1, "d": 4}, "c": 2}),
+    ],
+)
+def test_an_inline_table_with_a_dotted_key_keeps_its_values(
+    path: tuple[str, ...], value: int, expected: dict[str, Any]
+) -> None:
+    document = doc("inl = { a.b = 1, c = 2 }\n")
+    document.set(path, value)
+    assert tomlkit.parse(document.to_text()).unwrap()["inl"] == expected

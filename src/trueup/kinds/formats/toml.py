@@ -275,6 +275,11 @@ def _render_inline(original: InlineTable, value: dict[str, object]) -> str:
             parts.append(f"{tomlkit.key(name).as_string()} = {_inline(item).as_string()}")
             continue
         old = original.value.item(name)  # indexing would unwrap booleans
+        if isinstance(old, Table):
+            # A dotted key inside the inline table (``a.b = 1``): its text is not
+            # a value, so the key is written as a nested inline table instead.
+            parts.append(f"{key.as_string().strip()} = {_inline(item).as_string()}")
+            continue
         if isinstance(old, InlineTable) and isinstance(item, dict):
             text = _render_inline(old, item)
         elif isinstance(old, Item) and same_value(_plain(old), item):
