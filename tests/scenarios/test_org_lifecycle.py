@@ -296,3 +296,21 @@ def test_dropping_a_role_a_hand_made_grant_gives_is_destroying_and_says_so(
     assert refused.code == 2 and "role" in refused.err, refused.out + refused.err
     [grant] = [g for g in zitadel.dump()["grants"][portal].values()]
     assert grant["roleKeys"] == ["member"], "nothing changed without the typed name"
+
+
+def test_an_object_found_as_declared_is_recorded_so_a_later_hand_edit_is_drift(
+    org: OrgWorld,
+) -> None:
+    org.declare(ORG.split("[[identity.project]]")[0] + DNS)
+    made = org.fakes.cloudflare.add_record(
+        org.zone(), type="A", name="portal.acme.test", content="203.0.113.10"
+    )
+    planned = org.run("org", "plan", org.path)
+    assert "recorded as managed from now on" in planned.out, planned.out
+    assert org.run("org", "apply", org.path, "--yes").code == 0
+    path = f"/zones/{org.zone()}/dns_records/{made['id']}"  # as a dashboard edit would
+    org.fakes.cloudflare.replace_record(
+        org.zone(), made["id"], {"content": "198.51.100.7"}, path, partial=True
+    )
+    drifted = org.run("org", "plan", org.path)
+    assert drifted.code == 4 and "changed outside trueup" in drifted.out, drifted.out

@@ -266,7 +266,11 @@ class RemoteKind(Kind):
         )
 
     def record(self, action: Action, resource: Resource) -> Mapping[str, Any] | None:
-        return None if action.payload.get("op") in ("delete", "forget") else {}
+        payload = action.payload
+        if payload.get("op") in ("delete", "forget"):
+            return None
+        # Taken over as found (planner: a remote object already as declared).
+        return {"id": payload["id"]} if payload.get("op") == "take" and payload.get("id") else {}
 
     def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
         payload = action.payload
