@@ -314,3 +314,18 @@ def test_an_object_found_as_declared_is_recorded_so_a_later_hand_edit_is_drift(
     )
     drifted = org.run("org", "plan", org.path)
     assert drifted.code == 4 and "changed outside trueup" in drifted.out, drifted.out
+
+
+def test_a_declared_app_that_is_not_running_is_started_not_called_converged(
+    org: OrgWorld,
+) -> None:
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 0
+    coolify = org.fakes.coolify
+    [portal] = [a for a in coolify.list_applications() if a["name"] == "portal"]
+    coolify.action(portal["uuid"], "stop")
+    stopped = org.run("org", "plan", org.path)
+    assert stopped.code == 4 and "running" in stopped.out, stopped.out
+    started = org.run("org", "apply", org.path, "--yes", "--overwrite", "apps.app:portal")
+    assert started.code == 0, started.out + started.err
+    [portal] = [a for a in coolify.list_applications() if a["name"] == "portal"]
+    assert portal["status"].startswith("running")

@@ -64,6 +64,8 @@ class ApplicationKind(RemoteKind):
             "ports": str(spec.get("ports", "80")),
             "domains": _domains(",".join(spec.get("domains", []))),
             "env": dict(sorted(spec.get("env", {}).items())),
+            # trueup starts what it creates: a declared app is one that runs.
+            "running": True,
         }
         for field in SOURCE_FIELDS[spec["source"]]:
             view[field] = spec.get(field)
@@ -99,6 +101,9 @@ class ApplicationKind(RemoteKind):
                 for e in sorted(raw.get("_envs", []), key=lambda e: str(e["key"]))
                 if e.get("key") in keys and not e.get("is_preview")
             },
+            # Coolify's status is "running:healthy", "starting", "exited:unhealthy"...:
+            # only an exited app is not running (starting and restarting are on the way).
+            "running": not str(raw.get("status") or "exited").startswith("exited"),
         }
         for field, wire in SOURCE_FIELDS[source].items():
             view[field] = raw.get(wire)
@@ -218,7 +223,8 @@ class ApplicationKind(RemoteKind):
         for item in session.envs.get(uuid, []):
             if item.get("key") in live_env and item.get("key") not in want["env"]:
                 session.write.delete_env(uuid, str(item["uuid"]))
-        session.write.lifecycle(uuid, "restart")
+        # A stopped app is started (a start that failed after its create, say).
+        session.write.lifecycle(uuid, "restart" if live.get("running", True) else "start")
         return {"id": uuid}
 
     def delete(
