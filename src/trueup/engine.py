@@ -200,15 +200,24 @@ class Engine:
             str(profile.path),
         )
         if ctx.resolver.links:  # folders linked inside the root: targets may meet there
+            # Dropped resources count too: removing one there would remove the other.
+            places = {r.id: r for r in (a.resource for a in applied.values())}
+            places.update(resources)  # a declared resource is where it is declared now
             clashes = find_overlaps(
-                (r.id, ctx.resolver.canonical(r.target)) for r in resources.values()
+                (r.id, ctx.resolver.canonical(r.target)) for r in places.values()
             )
             if clashes:
                 a, b = clashes[0]
+                gone = next((rid for rid in (a, b) if rid not in resources), None)
+                other = b if gone == a else a
                 raise UsageError(
                     f"{profile.path}: resources {a!r} and {b!r} have overlapping targets once "
-                    "the symlinked folders under the root are followed",
-                    hint="declare each place once, by one path",
+                    "the symlinked folders under the root are followed"
+                    + (f" ({gone!r} is no longer declared)" if gone else ""),
+                    hint=f"apply once without {other!r}, so that {gone!r} is removed, then "
+                    "declare it"
+                    if gone
+                    else "declare each place once, by one path",
                 )
         plan = compute_plan(
             target,

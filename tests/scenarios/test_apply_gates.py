@@ -300,3 +300,18 @@ def test_two_targets_that_meet_through_a_symlinked_folder_are_refused(world: Wor
     assert result.code == 2, result.out + result.err
     assert "'sk' and 'other' have overlapping targets once the symlinked folders" in result.err
     assert list((world.root / "real").iterdir()) == []
+
+
+def test_a_dropped_target_and_a_new_one_that_meet_through_a_link_are_refused(
+    world: World,
+) -> None:
+    (world.root / "real").mkdir()
+    (world.root / "alias").symlink_to(world.root / "real")
+    one = '[profile]\nid = "p"\nname = "P"\n[[resource]]\nid = "{rid}"\nkind = "file"\ntarget = "{target}"\ncontent = "{text}\\n"\n'
+    profile = str(world.write("p.toml", one.format(rid="b", target="alias/f.txt", text="2")))
+    assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0
+    world.write("p.toml", one.format(rid="c", target="real/f.txt", text="3"))
+    result = world.run("apply", profile, "--root", str(world.root), "--yes")
+    assert result.code == 2, result.out + result.err
+    assert "'b' is no longer declared" in result.err
+    assert (world.root / "real" / "f.txt").read_text() == "2\n"
