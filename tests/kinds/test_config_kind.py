@@ -299,3 +299,13 @@ def test_a_yaml_file_nested_too_deeply_is_a_person_s_matter_not_a_crash(machine:
     machine.put("c/app.yaml", deep)
     action = machine.action(config("c/app.yaml", '"k" = 1'), "c")
     assert action.type is T.DRIFT_CONFLICT and "nested too deeply" in action.summary
+
+
+def test_dropping_a_key_that_overrides_a_yaml_merge_key_leaves_the_inherited_value(
+    machine: Machine,
+) -> None:
+    target = "c/app.yaml"
+    machine.put(target, "base: &base\n  host: a\n  port: 1\ndev:\n  <<: *base\n  debug: true\n")
+    machine.converge(config(target, '"dev.port" = 5'))
+    machine.converge(config(target, '"other" = 1'))
+    assert machine.load(target)["dev"]["port"] == 1

@@ -329,6 +329,8 @@ class ConfigKind(Kind):
         payload: dict[str, Any] = {
             "set": changes,
             "unset": unset,
+            # What trueup had set there: a YAML merge key (<<) may still show a value.
+            "unset_was": {k: owned[k] for k in unset},
             "replace": replace,
             **_made(flat, changes, unset, declared, applied, observed.state == "absent"),
         }
@@ -412,7 +414,12 @@ class ConfigKind(Kind):
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
         observed = self.observe(resource, ctx)
         flat = observed.detail.get("flat", {})
-        lingering = [k for k in action.payload.get("unset", []) if _spelt(k) in flat]
+        was = action.payload.get("unset_was", {})
+        lingering = [
+            k
+            for k in action.payload.get("unset", [])
+            if _spelt(k) in flat and (k not in was or value_digest(flat[_spelt(k)]) == was[k])
+        ]
         if lingering:
             return Evidence("failed", "keys", observed.digest, message=f"{lingering[0]} still set")
         if action.type is ActionType.REMOVE_RESOURCE:
