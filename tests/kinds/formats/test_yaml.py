@@ -506,3 +506,12 @@ def test_a_byte_order_mark_survives_an_edit_of_the_first_line() -> None:
     document.set(("a",), 1)
     assert document.to_text().startswith("\ufeffa: 1")
     assert document.to_text().endswith("\nb: 1\n")
+
+
+@pytest.mark.parametrize("before", ["", "# only a comment\n"])
+def test_removing_the_last_key_gives_back_the_file_as_it_was(before: str) -> None:
+    added = doc(before)
+    added.set(("k",), 1)
+    removed = doc(added.to_text())
+    removed.delete(("k",))
+    assert removed.to_text() == before

@@ -438,7 +438,9 @@ class YamlDocument(BaseDocument):
         self._bom = _BOM if text.startswith(_BOM) else ""
         text = text[len(self._bom) :]
         self._yaml = _make_yaml(text)
-        self._head = ""  # a comments-only file: kept above the first new key
+        # A file with no keys (empty, or comments only): kept as it was above the
+        # first new key, and given back as it was once no key is left.
+        self._head: str | None = None
         data = self._parse(text)
         if data is None:
             if all(
@@ -583,14 +585,19 @@ class YamlDocument(BaseDocument):
         return stream.getvalue()
 
     def _render(self) -> str:
-        return self._bom + self._render_body()
+        text = self._render_body()
+        if not self._data:  # no key left: no "{}" either, only the comments there were
+            text = "".join(line for line in text.splitlines(keepends=True) if line.strip() != "{}")
+        return self._bom + text
 
     def _render_body(self) -> str:
         edited = self._dump(self._data)
         original = self._original[len(self._bom) :]
-        if self._head:
-            head = self._head if self._head.endswith("\n") else self._head + "\n"
-            return head + edited if self._data else head
+        if self._head is not None:
+            if not self._data:
+                return self._head
+            head = self._head if not self._head or self._head.endswith("\n") else self._head + "\n"
+            return head + edited
         newline = "\r\n" if "\r\n" in original else "\n"
         # Comments read from a CRLF file keep their "\r": one newline per line first.
         edited = _with_newline(edited, newline)
