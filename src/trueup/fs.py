@@ -27,6 +27,8 @@ from trueup.execute.crashpoints import reach
 
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 TEMP_MARK = ".trueup-tmp-"
+#: The digest of a live file over the size limit (``walk(big=True)``): never a sha256.
+OVERSIZED_DIGEST = "over-the-size-limit:"
 # A recorded stat is trusted only when the file's mtime is older than the
 # recording by more than the coarsest timestamp granularity in common use
 # (FAT: 2 s); a newer file might have been rewritten within the same tick.
@@ -332,14 +334,19 @@ class ReadOnlyFS:
             return Entry("directory")
         return Entry("special")
 
-    def walk(self, root: Path | str) -> dict[str, Entry]:
-        """Every entry below ``root`` by relative POSIX path, one scandir per folder."""
+    def walk(self, root: Path | str, big: bool = False) -> dict[str, Entry]:
+        """Every entry below ``root`` by relative POSIX path, one scandir per folder.
+
+        ``big``: a file over the size limit is not read but named by its size
+        and time (``OVERSIZED``...): a live tree may hold a big file trueup has
+        nothing to do with, while a source must be read whole, so it raises.
+        """
         found: dict[str, Entry] = {}
         self.lstat(root)  # a folder's stat changes when entries come or go: a witness
-        self._walk(os.fspath(root), "", found)
+        self._walk(os.fspath(root), "", found, big)
         return found
 
-    def _walk(self, base: str, prefix: str, found: dict[str, Entry]) -> None:
+    def _walk(self, base: str, prefix: str, found: dict[str, Entry], big: bool) -> None:
         try:
             iterator = os.scandir(base)
         except (FileNotFoundError, NotADirectoryError):
@@ -351,6 +358,14 @@ class ReadOnlyFS:
                     continue
                 rel = prefix + item.name
                 st = item.stat(follow_symlinks=False)
+                if big and stat.S_ISREG(st.st_mode) and st.st_size > self.max_file_bytes:
+                    self._seen(item.path, st)
+                    found[rel] = Entry(
+                        "file",
+                        f"{OVERSIZED_DIGEST}{st.st_size}:{st.st_mtime_ns}",
+                        is_executable(st.st_mode),
+                    )
+                    continue
                 node = self.entry(item.path, st)
                 if node is None:
                     continue
@@ -358,7 +373,7 @@ class ReadOnlyFS:
                 if node.state == "directory":
                     subdirs.append((item.path, rel + "/"))
         for path, rel in subdirs:
-            self._walk(path, rel, found)
+            self._walk(path, rel, found, big)
 
 
 @dataclass(slots=True)

@@ -315,3 +315,19 @@ def test_a_dropped_target_and_a_new_one_that_meet_through_a_link_are_refused(
     assert result.code == 2, result.out + result.err
     assert "'b' is no longer declared" in result.err
     assert (world.root / "real" / "f.txt").read_text() == "2\n"
+
+
+def test_a_big_file_trueup_has_nothing_to_do_with_does_not_stop_its_folder(
+    world: World,
+) -> None:
+    world.write("src/x.txt", "x\n")
+    world.target("d/unrelated.bin").parent.mkdir(parents=True)
+    world.target("d/unrelated.bin").write_bytes(b"\0" * 5000)
+    text = '[profile]\nid = "p"\nname = "P"\n[[resource]]\nid = "d"\nkind = "directory"\ntarget = "d"\nsource = "src"\n'
+    profile = str(world.write("p.toml", text))
+    limit = ("--max-file-bytes", "1000")
+    applied = world.run("apply", profile, "--root", str(world.root), "--yes", *limit)
+    assert applied.code == 0, applied.out + applied.err
+    assert world.target("d/x.txt").read_text() == "x\n"
+    assert world.target("d/unrelated.bin").read_bytes() == b"\0" * 5000
+    assert world.run("plan", profile, "--root", str(world.root), *limit).code == 0

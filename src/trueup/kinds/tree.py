@@ -66,7 +66,7 @@ def observe_tree(resource: Resource, ctx: ObserveContext, managed_only: bool) ->
         return ABSENT
     if entry.state != "directory":
         return Observed(entry.state)
-    live = as_tree(ctx.fs.walk(path))
+    live = as_tree(ctx.fs.walk(path, big=True))
     counted = (
         {k: v for k, v in live.items() if k in resource.spec["files"]} if managed_only else live
     )
@@ -266,7 +266,7 @@ class TreeKind(Kind):
 
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
         base = ctx.path(resource.target)
-        live = as_tree(ctx.fs.walk(base)) if ctx.fs.entry(base) else {}
+        live = as_tree(ctx.fs.walk(base, big=True)) if ctx.fs.entry(base) else {}
         removing = action.type is ActionType.REMOVE_RESOURCE
         desired: Tree = {} if removing else resource.spec.get("files", {})
         wrong = [rel for rel in desired if live.get(rel) != desired[rel]]
