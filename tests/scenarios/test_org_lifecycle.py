@@ -329,3 +329,12 @@ def test_a_declared_app_that_is_not_running_is_started_not_called_converged(
     assert started.code == 0, started.out + started.err
     [portal] = [a for a in coolify.list_applications() if a["name"] == "portal"]
     assert portal["status"].startswith("running")
+
+
+def test_status_tells_an_org_that_needs_a_person_as_org_status_does(org: OrgWorld) -> None:
+    org.declare(
+        ORG.replace('forward_to = ["founders@example.com"]', 'forward_to = ["ops@example.com"]')
+    )
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 3
+    status = org.run("status", "--json")
+    assert (status.code, status.json["status"]) == (3, "human-action-required"), status.out

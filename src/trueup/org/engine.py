@@ -249,9 +249,12 @@ class OrgEngine:
         state = self._record_state(prepared, result, first_seq)
         # The run's own outcome says converged when every action was verified; the
         # org's says what is still not true. One outcome, wherever it is shown.
-        result.outcome = _final(prepared.plan, result, state)
-        self._audit(prepared.target, digest, result, result.outcome, event)
+        final = _final(prepared.plan, result, state)
         message = result.message or _not_yet(state)
+        if final is not result.outcome:  # the run's row says what status will show
+            self.store.set_run_status(result.run_id, "finished", final.value, message)
+        result.outcome = final
+        self._audit(prepared.target, digest, result, result.outcome, event)
         return OrgApplied(result, state, result.outcome, message, prepared.services.stats())
 
     def _supersede_dead_holder(self, target: Target) -> None:
