@@ -65,7 +65,9 @@ def test_a_queued_profile_apply_is_run_by_a_worker(tmp_path: Path, store_url: st
     root.mkdir()
     profile = tmp_path / "ws.toml"
     profile.write_text(PROFILE)
-    queued = trueup(tmp_path, store_url, "apply", str(profile), "--root", str(root), "--queue")
+    queued = trueup(
+        tmp_path, store_url, "apply", str(profile), "--root", str(root), "--queue", "--yes"
+    )
     assert queued.returncode == 0, queued.stderr
     listed = trueup(tmp_path, store_url, "jobs", "list", "--json")
     (job,) = json.loads(listed.stdout)["data"]
@@ -144,8 +146,9 @@ def test_a_failed_job_is_resumed_after_the_fix(
     tmp_path: Path, store: Store, store_url: str
 ) -> None:
     run_id, log, fix = failing_job(tmp_path, store, "create")
-    out, _ = worker(tmp_path, store_url, "--drain").communicate(timeout=60)
-    assert "1 failed" in out
+    drained = worker(tmp_path, store_url, "--drain")
+    out, _ = drained.communicate(timeout=60)
+    assert "1 failed" in out and drained.returncode == 7, "a batch notices a failed job"
     job = JobStore(store).job(run_id)
     assert job is not None and job.run.status == "failed"
     assert job.failure == {

@@ -660,3 +660,21 @@ def test_status_drift_ends_when_a_plan_finds_none(world: World) -> None:
     world.target("a.txt").write_text("A\n")
     assert world.run("plan", profile, "--root", root).code == 0
     assert world.run("status").code == 0
+
+
+def test_a_queued_apply_is_confirmed_like_any_apply(world: World) -> None:
+    profile = str(world.write("f.toml", ONE_FILE_A))
+    refused = world.run("apply", profile, "--root", str(world.root), "--queue")
+    assert refused.code == 2 and "--yes" in refused.err
+    assert world.run("jobs", "list", "--json").json["data"] == []
+
+
+def test_migrating_a_store_written_by_a_newer_trueup_is_refused(world: World) -> None:
+    import sqlite3
+
+    store = world.base / "s.db"
+    assert world.run("status", "--state", f"sqlite:///{store}").code == 0
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE alembic_version SET version_num = '0099'")
+    result = world.run("state", "migrate", "--state", f"sqlite:///{store}")
+    assert result.code == 2 and "written by a newer trueup" in result.err, result.err

@@ -8,7 +8,7 @@ import typer
 
 from trueup.cli.main import JsonOpt, StateOpt, _engine, _run
 from trueup.cli.output import Output, first_visible
-from trueup.errors import UsageError
+from trueup.errors import ExitCode, UsageError
 
 jobs_app: typer.Typer = typer.Typer(
     help="Queued applies: list them, resume a failed one.", no_args_is_help=True
@@ -59,8 +59,10 @@ def worker(
             f"{stats.succeeded} succeeded, {stats.failed} failed, {stats.aborted} stopped, "
             f"{stats.lost} taken over"
         )
-        out.report(message, stats.to_json())
-        return 0
+        # A batch (or CI) must notice a failed job: exit 7, as a failed apply does.
+        code = int(ExitCode.FAILED) if stats.failed else 0
+        out.report(message, stats.to_json(), "failed" if code else "ok", code)
+        return code
 
     _run(out, body)
 

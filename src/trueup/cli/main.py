@@ -235,14 +235,7 @@ def apply(
                 default="",
                 show_default=False,
             )
-        if queue:
-            from trueup.execute.queued_apply import enqueue_apply
-
-            run_id = enqueue_apply(engine, prepared, typed)
-            message = f"queued as run {run_id}; a worker applies it (trueup worker)"
-            out.report(message, {"plan": _plan_json(expected), "run": run_id}, "queued")
-            return int(ExitCode.OK)
-        if not (yes or no_input or typed is not None):
+        if not (yes or no_input or typed is not None):  # queued or not, a person agrees first
             if not sys.stdin.isatty():
                 raise UsageError(
                     "refusing to apply without confirmation: no terminal to ask on",
@@ -252,6 +245,13 @@ def apply(
             if not typer.confirm(f"Apply {len(expected.changes)} change(s)?", default=False):
                 out.print("nothing was changed")
                 return int(ExitCode.OK)
+        if queue:
+            from trueup.execute.queued_apply import enqueue_apply
+
+            run_id = enqueue_apply(engine, prepared, typed)
+            message = f"queued as run {run_id}; a worker applies it (trueup worker)"
+            out.report(message, {"plan": _plan_json(expected), "run": run_id}, "queued")
+            return int(ExitCode.OK)
         result = _apply_with_progress(out, engine, prepared, expected, typed, paused)
         if json_out:
             data = {"plan": _plan_json(expected), "run": result.to_json() if result else None}

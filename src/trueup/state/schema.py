@@ -47,7 +47,11 @@ def ensure_current(db: Database) -> None:
             f"the state database {where} is at schema {revision}; this trueup needs {HEAD}",
             hint=f"run: trueup state migrate --state {where}",
         )
-    raise UsageError(
+    raise _newer(where, revision)
+
+
+def _newer(where: str, revision: str) -> UsageError:
+    return UsageError(
         f"the state database {where} is at schema {revision!r}, newer than this trueup knows "
         f"({HEAD}); it was written by a newer trueup",
         hint="upgrade trueup on this machine; nothing was changed",
@@ -68,6 +72,13 @@ def migrate(url: str, revision: str = "head") -> str:
     """Upgrade the store to ``revision`` with Alembic; returns the new revision."""
     import sqlalchemy
 
+    db = Database(url)
+    try:
+        found = current_revision(db)
+    finally:
+        db.close()
+    if found is not None and found not in KNOWN and found != HEAD:  # nothing to upgrade to
+        raise _newer(redact_url(url), found)
     engine = sqlalchemy.create_engine(sqlalchemy_url(url))
     with _sqlite_migration_lock(url):
         _upgrade(engine, revision)
