@@ -40,6 +40,9 @@ def test_stale_saved_plan_is_refused_and_says_what_moved(world: World) -> None:
     refused = world.run("apply", str(saved), "--yes")
     assert refused.code == 4
     assert "stale" in refused.err and "rc: live state changed" in refused.err
+    assert f"next: compute the plan again and review it: trueup plan {profile} --root " in (
+        refused.err
+    ), "a hint is a whole command"
     assert rc.read_text() == "declared\nedited meanwhile\n"
 
 

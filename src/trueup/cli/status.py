@@ -7,7 +7,7 @@ from typing import Any
 
 from trueup.cli.output import Output
 from trueup.errors import ExitCode
-from trueup.execute.gates import locked_error
+from trueup.execute.gates import locked_error, replan_command
 from trueup.model import ActionType, Outcome, outcome_of, plan_status
 
 _WORD = {
@@ -53,7 +53,8 @@ def _live(out: Output, engine: Any, file: Path, root: Path) -> int:
     for row in rows:
         table.add_row(*(escape(str(row[c])) for c in ("resource", "kind", "status", "detail")))
     out.print(table)
-    out.print(f"{word}; {pending} pending change(s)" + ("; run trueup apply" if pending else ""))
+    again = f"; next: trueup apply {file} --root {root}" if pending else ""
+    out.print(f"{word}; {pending} pending change(s){again}")
     return int(outcome.exit_code)
 
 
@@ -75,10 +76,8 @@ def _last_run(store: Any, key: str) -> Any:
 
 def _replan(run: dict[str, Any]) -> str:
     """The command that shows where a target stands now."""
-    source = run.get("declaration") or "FILE"
-    if run["target"]["kind"] == "org":
-        return f"trueup org plan {source}"
-    return f"trueup plan {source} --root {run['target']['location']}"
+    target = run["target"]
+    return replan_command(target["kind"], run.get("declaration") or "FILE", target["location"])
 
 
 def _recorded(out: Output, engine: Any) -> int:

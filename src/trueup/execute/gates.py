@@ -12,6 +12,7 @@ it, so the org side and the machine side refuse, and record, the same way.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -90,11 +91,17 @@ def check_fresh(expected: Plan, actual: Plan) -> None:
         moved.append("the planned actions differ")
     raise StalePlan(
         "the plan is stale: " + "; ".join(moved[:10]) + (" …" if len(moved) > 10 else ""),
-        hint="compute the plan again ("
-        + ("trueup org plan" if expected.target.kind == "org" else "trueup plan")
-        + ") and review it",
+        hint="compute the plan again and review it: "
+        + replan_command(expected.target.kind, expected.source, expected.target.location),
         data={"moved": moved, "expected": expected.digest, "actual": actual.digest},
     )
+
+
+def replan_command(kind: str, source: str, location: str) -> str:
+    """The whole command that plans a target again, ready to paste."""
+    if kind == "org":
+        return f"trueup org plan {shlex.quote(source)}"
+    return f"trueup plan {shlex.quote(source)} --root {shlex.quote(location)}"
 
 
 def needs_confirmation(actions: Iterable[Action]) -> list[Action]:

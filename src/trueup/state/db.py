@@ -47,8 +47,9 @@ def _open_sqlite(path: Path) -> sqlite3.Connection:
     empty store elsewhere (the default folder is made by the engine).
     """
     if not path.parent.is_dir():
+        relative = "" if path.is_absolute() else " (a relative path: sqlite:////PATH is absolute)"
         raise UsageError(
-            f"the state store's folder {path.parent} does not exist",
+            f"the state store's folder {path.parent} does not exist{relative}",
             hint=f"check --state / TRUEUP_STATE, or create it: mkdir -p {path.parent}",
         )
     try:
