@@ -678,3 +678,10 @@ def test_migrating_a_store_written_by_a_newer_trueup_is_refused(world: World) ->
         db.execute("UPDATE alembic_version SET version_num = '0099'")
     result = world.run("state", "migrate", "--state", f"sqlite:///{store}")
     assert result.code == 2 and "written by a newer trueup" in result.err, result.err
+
+
+def test_status_says_queued_while_a_queued_apply_waits_for_a_worker(world: World) -> None:
+    profile = str(world.write("f.toml", ONE_FILE_A))
+    assert world.run("apply", profile, "--root", str(world.root), "--queue", "--yes").code == 0
+    status = world.run("status", "--json")
+    assert (status.code, status.json["status"]) == (0, "queued"), status.out

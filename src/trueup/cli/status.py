@@ -111,7 +111,18 @@ def _recorded(out: Output, engine: Any) -> int:
     if any(t["drift"] for t in targets):
         found.add(Outcome.DRIFT)
     worst = next((o for o in _WORST_FIRST if o in found), Outcome.CONVERGED)
-    status = "blocked" if blocked else worst.value
+    waiting = any(
+        (t["last_run"] or {}).get("job")
+        and (t["last_run"] or {}).get("status") in ("queued", "running")
+        for t in targets
+    )
+    status = (
+        "blocked"
+        if blocked
+        else "queued"  # a worker will apply it: not converged yet, nothing to do either
+        if waiting and worst is Outcome.CONVERGED
+        else worst.value
+    )
     code = ExitCode.CONFLICT if blocked else worst.exit_code
     if out.json_mode:
         out.envelope(status, code, "", {"targets": targets, "blocked_runs": blocked})
