@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -127,6 +128,17 @@ def test_latency_delays_every_request(fakes: FakeProviders, coolify: httpx.Clien
     assert time.monotonic() - started >= 0.2
 
 
+def logged(control: httpx.Client, count: int) -> dict[str, Any]:
+    """The request log once it holds ``count`` requests: an entry is written as its
+    response goes out, so on a busy machine the last one can lag the client by a moment."""
+    deadline = time.monotonic() + 10
+    while True:
+        log: dict[str, Any] = control.get("/requests").json()
+        if log["counts"]["total"] >= count or time.monotonic() > deadline:
+            return log
+        time.sleep(0.02)
+
+
 def test_control_endpoints_set_faults_and_read_the_log(
     fakes: FakeProviders, coolify: httpx.Client, control: httpx.Client
 ) -> None:
@@ -136,7 +148,7 @@ def test_control_endpoints_set_faults_and_read_the_log(
     assert config["server_errors"] == 1 and config["server_error_statuses"] == [502]
     assert coolify.get("/projects").status_code == 502
     coolify.post("/projects", json={"name": "acme"})
-    log = control.get("/requests").json()
+    log = logged(control, 2)
     assert [(r["method"], r["path"], r["status"]) for r in log["requests"]] == [
         ("GET", "/api/v1/projects", 502),
         ("POST", "/api/v1/projects", 201),
