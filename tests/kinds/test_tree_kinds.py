@@ -166,3 +166,36 @@ def test_a_declared_file_already_there_is_never_trueups_to_remove(machine: Machi
 
 
 OTHER = '[[resource]]\nid = "o"\nkind = "file"\ntarget = "other.txt"\ncontent = "o"\n'
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        SKILL.replace('target = "skills/s"', 'target = "out"').replace(
+            'source = "skill"', 'source = "src"'
+        ),
+        DIRECTORY.replace('id = "d"', 'id = "inner"')
+        .replace('target = "out"', 'target = "out/sub"')
+        .replace('source = "src"', 'source = "src/sub"'),
+    ],
+)
+def test_a_place_declared_again_by_another_kind_or_nested_is_not_removed_by_the_old_one(
+    machine: Machine, new: str
+) -> None:
+    machine.source("src/a.txt", "a")
+    machine.source("src/sub/b.txt", "b")
+    machine.converge(DIRECTORY)
+    machine.apply(new)
+    assert machine.path("out/sub/b.txt").read_text() == "b"
+    assert all(a.type is T.NO_OP for a in machine.plan(new).actions)
+
+
+def test_a_tree_written_by_an_abandoned_run_gets_its_record_refreshed(machine: Machine) -> None:
+    machine.source("skill/SKILL.md", "v1")
+    machine.converge(SKILL)
+    machine.source("skill/SKILL.md", "v2")
+    machine.put("skills/s/SKILL.md", "v2")  # as an abandoned run left it
+    assert machine.action(SKILL, "s").type is T.VERIFY_ONLY
+    machine.converge(SKILL)
+    machine.source("skill/SKILL.md", "v3")
+    assert machine.action(SKILL, "s").type is T.MIRROR_DIRECTORY, "an update, not drift"

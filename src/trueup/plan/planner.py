@@ -27,6 +27,7 @@ from trueup.model import (
     Resource,
     Target,
 )
+from trueup.paths import find_overlaps
 
 
 def topological_order(resources: Iterable[Resource]) -> list[Resource]:
@@ -98,13 +99,24 @@ def compute_plan(
         for resource in ordered
     ]
     decided = {a.resource_id: a for a in actions}
+    covered = _covered({rid: applied[rid].resource for rid in gone if rid not in heirs}, ordered)
     dropped: list[Action] = []
     for rid in gone:
         record = applied[rid]
         heir = heirs.get(rid)
         seen = observed.get(rid, ABSENT)
+        covering = None if heir is not None else covered.get(rid)
         if seen.state == OVERSIZED:
             decision = _unreadable(seen)
+        elif covering is not None:
+            # Another kind (or a folder around or inside it) is declared there now:
+            # removing the old one would remove what the new one declares.
+            decision = Decision(
+                ActionType.REMOVE_RESOURCE,
+                f"forget: {record.resource.target} is where {covering!r} is declared now "
+                "(nothing is removed)",
+                {HANDED_OVER: covering},
+            )
         elif heir is None:
             decision = kinds.get(record.resource.kind).plan(None, seen, record, rid in force)
         elif decided[heir].type.applies or (
@@ -172,6 +184,27 @@ def _moved_decision(was: Resource, now: Resource) -> Decision:
     )
 
 
+def _covered(dropped: Mapping[str, Resource], declared: Iterable[Resource]) -> dict[str, str]:
+    """Dropped ids whose target is, holds or lies in a declared one's, and that id.
+
+    One sorted pass over every target (paths.find_overlaps), not a pair at a time.
+    """
+    local = [r for r in declared if kinds.get(r.kind).restorable]
+    gone = {rid: r for rid, r in dropped.items() if kinds.get(r.kind).restorable}
+    if not gone:
+        return {}
+    pairs = find_overlaps(
+        [*((r.id, r.target) for r in local), *((rid, r.target) for rid, r in gone.items())]
+    )
+    found: dict[str, str] = {}
+    for a, b in pairs:
+        if a in gone and b not in gone:
+            found.setdefault(a, b)
+        elif b in gone and a not in gone:
+            found.setdefault(b, a)
+    return found
+
+
 def _heirs(declared: Iterable[Resource], dropped: Mapping[str, Applied]) -> dict[str, str]:
     """Dropped ids whose target and kind a declared id names now (a renamed resource).
 
@@ -220,6 +253,10 @@ def _decide(resource: Resource, seen: Observed, record: Applied | None, forced: 
         )
     decision = plan(resource, seen, record, forced)
     if record.resource.id == resource.id:
+        if decision.type is ActionType.NO_OP and _stale(record, seen):
+            # As declared, yet not as recorded (a run abandoned after it wrote):
+            # the record is refreshed, or the next change would look like drift.
+            return _recorded(decision, "its record is refreshed")
         return decision
     return _recorded(decision, f"taken over from {record.resource.id!r}")
 
@@ -233,6 +270,15 @@ def _unreadable(seen: Observed) -> Decision:
         ActionType.HUMAN_ACTION,
         f"{seen.detail['reason']}: not read, so not compared; rerun with a larger "
         "--max-file-bytes, or shrink or move the file by hand",
+    )
+
+
+def _stale(record: Applied, seen: Observed) -> bool:
+    return (
+        kinds.get(record.resource.kind).restorable
+        and record.digest is not None
+        and seen.digest is not None
+        and seen.digest != record.digest
     )
 
 
