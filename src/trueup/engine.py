@@ -510,6 +510,7 @@ class Engine:
             raise gates.refuse(exc) from None
         rollback = self.rollback_for(run)
         rollback.sweep_temp_files()
+        rollback.remove_empty_folders()
         self.store.set_run_status(
             run.id, "abandoned", "abandoned", "abandoned by " + self.actor.key
         )

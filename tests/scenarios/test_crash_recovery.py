@@ -247,3 +247,13 @@ kind = "file"
 target = "a.txt"
 content = "declared\\n"
 """
+
+
+def test_abandon_of_a_run_killed_before_its_renames_leaves_no_folder_it_made(
+    world: World,
+) -> None:
+    text = ONE_REPLACE.replace('target = "a.txt"', 'target = "new/deeper/a.txt"')
+    profile = str(world.write("n.toml", text))
+    killed(world, profile, "temp-written")
+    assert world.run("abandon").code == 0
+    assert list(world.root.iterdir()) == [], "as before the run: nothing added"

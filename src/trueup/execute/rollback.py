@@ -189,6 +189,19 @@ class RollbackStore:
                     removed += 1
         return removed
 
+    def remove_empty_folders(self) -> None:
+        """Remove folders the run created that nothing is in (after ``sweep_temp_files``).
+
+        A run killed before its renames leaves only those behind; a folder that
+        holds anything, written by the run or by anybody, stays.
+        """
+        for manifest in self.base.glob("batch-*.json"):
+            with open(manifest, encoding="utf-8") as handle:
+                for entry in json.load(handle).values():
+                    for folder in entry["missing_dirs"]:  # deepest first
+                        with contextlib.suppress(OSError):
+                            os.rmdir(folder)
+
     def discard(self) -> None:
         """Remove the run's material; failures here never change an outcome."""
         shutil.rmtree(self.base, ignore_errors=True)

@@ -37,7 +37,11 @@ class DirectoryKind(tree.TreeKind):
                 ActionType.DRIFT_CONFLICT,
                 f"drift: {blocked}; left exactly as it is",
                 BY_HAND,
-                drift={"observed": observed.digest, "applied": None, "desired": None},
+                drift={
+                    "observed": observed.digest,
+                    "applied": applied.digest if applied else None,
+                    "desired": resource.spec["digest"],
+                },
             )
         live = observed.detail.get("files", {})
         if resource.policy == "replace":
