@@ -199,3 +199,12 @@ def test_a_tree_written_by_an_abandoned_run_gets_its_record_refreshed(machine: M
     machine.converge(SKILL)
     machine.source("skill/SKILL.md", "v3")
     assert machine.action(SKILL, "s").type is T.MIRROR_DIRECTORY, "an update, not drift"
+
+
+def test_drift_from_something_in_the_way_names_all_three_sides(machine: Machine) -> None:
+    machine.source("src/a.txt", "a")
+    machine.converge(DIRECTORY)
+    machine.source("src/b/c.txt", "c")
+    machine.put("out/b", "a file where the folder goes")
+    drift = machine.action(DIRECTORY, "d").payload["drift"]
+    assert drift["applied"] and drift["desired"] and drift["observed"], drift
