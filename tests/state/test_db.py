@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 
+from conftest import POSTGRES_URL, require_postgres, schema_url
+from trueup.errors import UsageError
 from trueup.state.db import redact_url
+from trueup.state.store import Store
 
 
 @pytest.mark.parametrize(
@@ -19,3 +24,11 @@ def test_a_password_never_reaches_a_message(url: str) -> None:
     shown = redact_url(url)
     assert "S3cretPW" not in shown and "[REDACTED]" in shown
     assert shown.startswith("postgresql://postgres")
+
+
+def test_a_postgres_schema_that_does_not_exist_is_a_usage_error() -> None:
+    require_postgres()
+    url = schema_url(POSTGRES_URL, f"missing_{secrets.token_hex(4)}")
+    with pytest.raises(UsageError, match="cannot hold trueup's tables") as refused:
+        Store.open(url)
+    assert "the schema must exist" in (refused.value.hint or "")

@@ -80,8 +80,16 @@ def migrate(url: str, revision: str = "head") -> str:
     if found is not None and found not in KNOWN and found != HEAD:  # nothing to upgrade to
         raise _newer(redact_url(url), found)
     engine = sqlalchemy.create_engine(sqlalchemy_url(url))
-    with _sqlite_migration_lock(url):
-        _upgrade(engine, revision)
+    try:
+        with _sqlite_migration_lock(url):
+            _upgrade(engine, revision)
+    except sqlalchemy.exc.ProgrammingError as exc:  # the database's own refusal
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise UsageError(
+            f"the state database {redact_url(url)} cannot hold trueup's tables: {reason}",
+            hint="the schema must exist and the role must be allowed to create in it "
+            "(see docs/teams.md); nothing was changed",
+        ) from None
     return revision if revision != "head" else HEAD
 
 
