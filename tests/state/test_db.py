@@ -6,7 +6,6 @@ import secrets
 
 import pytest
 
-from conftest import POSTGRES_URL, require_postgres, schema_url
 from trueup.errors import UsageError
 from trueup.state.db import redact_url
 from trueup.state.store import Store
@@ -26,9 +25,10 @@ def test_a_password_never_reaches_a_message(url: str) -> None:
     assert shown.startswith("postgresql://postgres")
 
 
-def test_a_postgres_schema_that_does_not_exist_is_a_usage_error() -> None:
-    require_postgres()
-    url = schema_url(POSTGRES_URL, f"missing_{secrets.token_hex(4)}")
+def test_a_postgres_schema_that_does_not_exist_is_a_usage_error(postgres_schema: str) -> None:
+    # The fixture's URL sets search_path to a schema it made; point it at one that is not.
+    base, _, _ = postgres_schema.rpartition("%3D")
+    url = f"{base}%3Dmissing_{secrets.token_hex(4)}"
     with pytest.raises(UsageError, match="cannot hold trueup's tables") as refused:
         Store.open(url)
     assert "the schema must exist" in (refused.value.hint or "")
