@@ -144,6 +144,14 @@ class Kind:
         """Pure. ``resource`` is ``None`` when the declaration dropped it."""
         raise NotImplementedError
 
+    def unrecorded(self, resource: Resource, observed: Observed) -> Decision | None:
+        """A target already as declared that trueup has no record of: take it over?
+
+        ``None`` (the default, for local kinds) leaves it unrecorded: trueup did
+        not write it, so it never becomes trueup's to remove.
+        """
+        return None
+
     # -- execute ------------------------------------------------------------
     def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[str]:
         """The paths a mutation may change, so their old state can be kept first."""

@@ -234,15 +234,9 @@ def _decide(resource: Resource, seen: Observed, record: Applied | None, forced: 
     plan = kind.plan
     if record is None:
         decision = plan(resource, seen, None, forced)
-        if kind.restorable or decision.type is not ActionType.NO_OP or seen.state == "absent":
+        if decision.type is not ActionType.NO_OP or seen.state == "absent":
             return decision
-        # A remote object already as declared: recorded now, so a later change
-        # made by hand is drift and not silently overwritten as an update.
-        return Decision(
-            ActionType.VERIFY_ONLY,
-            "up to date; recorded as managed from now on",
-            {"op": "take", "id": seen.detail.get("id")},
-        )
+        return kind.unrecorded(resource, seen) or decision
     if _moved(record.resource, resource):
         if not forced:
             return _moved_decision(record.resource, resource)

@@ -175,6 +175,14 @@ class RemoteKind(Kind):
         summary = f"update {noun}: {', '.join(fields)}"
         return Decision(ActionType.WRITE_CONFIG, summary, payload, destroys, migrates)
 
+    def unrecorded(self, resource: Resource, observed: Observed) -> Decision | None:
+        """Recorded now, so a later change made by hand is drift, not an update over it."""
+        return Decision(
+            ActionType.VERIFY_ONLY,
+            "up to date; recorded as managed from now on",
+            {"op": "take", "id": observed.detail.get("id")},
+        )
+
     def _plan_removal(self, applied: Applied, observed: Observed, force: bool) -> Decision:
         noun = self.noun(applied.resource)
         if observed.state == "absent":
@@ -269,7 +277,7 @@ class RemoteKind(Kind):
         payload = action.payload
         if payload.get("op") in ("delete", "forget"):
             return None
-        # Taken over as found (planner: a remote object already as declared).
+        # Taken over as found (see unrecorded).
         return {"id": payload["id"]} if payload.get("op") == "take" and payload.get("id") else {}
 
     def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
