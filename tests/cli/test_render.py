@@ -38,3 +38,26 @@ def test_a_small_plan_shows_every_diff_and_every_row() -> None:
     output = render(big_plan(5), lines_per_diff=3)
     assert output.count("+line 2") == 5
     assert "not shown" not in output and "more actions" not in output
+
+
+def test_plan_rows_line_up_in_columns_under_their_header() -> None:
+    actions = (
+        Action("a", "file", ActionType.WRITE_FILE, "create file"),
+        Action("wide-名前", "config", ActionType.REMOVE_RESOURCE, "remove file", destroys=True),
+    )
+    plan = Plan(Target("profile", "p", "P", "/root"), "/p.toml", "d" * 64, {}, actions)
+    lines = render(plan, lines_per_diff=0).splitlines()
+    header = next(n for n, line in enumerate(lines) if line.startswith("resource"))
+    rows = lines[header : header + 3]
+    # Every column starts at the same terminal cell on every line (名前 is two cells wide).
+    from rich.cells import cell_len
+
+    kind_at = cell_len(rows[0][: rows[0].index("kind")])
+    assert cell_len(rows[1][: rows[1].index("file")]) == kind_at
+    assert cell_len(rows[2][: rows[2].index("config")]) == kind_at
+    action_at = cell_len(rows[0][: rows[0].index("action")])
+    assert cell_len(rows[2][: rows[2].index("remove-resource")]) == action_at
+    what_at = cell_len(rows[0][: rows[0].index("what")])
+    assert cell_len(rows[1][: rows[1].index("create file")]) == what_at
+    assert cell_len(rows[2][: rows[2].index("remove file")]) == what_at
+    assert rows[2].endswith("remove file (destroys)")

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trueup.cli.render import MAX_ROWS
+from trueup.cli.render import MAX_ROWS, action_row, print_columns
 from trueup.errors import ExitCode
 from trueup.model import ActionType, Outcome, Plan, outcome_of
 from trueup.redact import redact
@@ -61,7 +61,6 @@ def org_summary(plan: Plan, unmanaged: int) -> str:
 
 def render_org_plan(console: Console, prepared: OrgPrepared, plan: Plan, show_noop: bool) -> None:
     from rich.markup import escape
-    from rich.table import Table
     from rich.text import Text
 
     target = plan.target
@@ -70,21 +69,10 @@ def render_org_plan(console: Console, prepared: OrgPrepared, plan: Plan, show_no
         f"{escape(target.location)})  [dim]{plan.digest[:16]}[/]"
     )
     shown = [a for a in plan.actions if show_noop or a.type is not ActionType.NO_OP]
-    if shown:
-        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-        for column in ("resource", "kind", "step", "what"):
-            table.add_column(column, style="dim" if column == "kind" else None)
-        for action in shown[:MAX_ROWS]:
-            word, style = _step(action)
-            what = Text(redact(action.summary))
-            if action.destroys:
-                what.append(" (destroys)", style="red")
-            if action.migrates:
-                what.append(" (migrates)", style="yellow")
-            table.add_row(Text(action.resource_id), Text(action.kind), Text(word, style), what)
-        console.print(table)
-        if len(shown) > MAX_ROWS:
-            console.print(f"[dim]… {len(shown) - MAX_ROWS} more steps (use --json for all)[/]")
+    rows = [action_row(a, *_step(a)) for a in shown[:MAX_ROWS]]
+    print_columns(console, ("resource", "kind", "step", "what"), rows)
+    if len(shown) > MAX_ROWS:
+        console.print(f"[dim]… {len(shown) - MAX_ROWS} more steps (use --json for all)[/]")
     _render_fields(console, plan)
     if prepared.unmanaged:
         console.print(

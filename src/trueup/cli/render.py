@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trueup.model import ActionType, Outcome, Plan
+from trueup.model import Action, ActionType, Outcome, Plan
 from trueup.redact import redact
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
+    from rich.text import Text
 
     from trueup.execute.executor import RunResult
 
@@ -58,6 +59,45 @@ def diff_text(diff: str) -> RenderableType:
     return text
 
 
+def print_columns(console: Console, header: Sequence[str], rows: Sequence[Sequence[Text]]) -> None:
+    """Rows in aligned columns under a bold header, like a box-less rich Table.
+
+    Built as one Text: a Table measures and wraps every cell, which took a
+    tenth of a second for the hundred rows an apply of 10,000 files shows.
+    The last column is not padded, and a long line is left to the terminal.
+    """
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    if not rows:
+        return
+    widths = [len(name) for name in header[:-1]]
+    for row in rows:
+        for i, cell in enumerate(row[:-1]):
+            widths[i] = max(widths[i], cell_len(cell.plain))
+    text = Text()
+    for i, name in enumerate(header):
+        text.append(name, style="bold")
+        text.append(" " * (widths[i] - len(name) + 2) if i < len(widths) else "\n")
+    for row in rows:
+        for i, cell in enumerate(row):
+            text.append_text(cell)
+            text.append(" " * (widths[i] - cell_len(cell.plain) + 2) if i < len(widths) else "\n")
+    console.print(text, end="", soft_wrap=True)
+
+
+def action_row(action: Action, step: str, style: str) -> tuple[Text, ...]:
+    """One plan row: resource, kind, the step in its colour, and what it does."""
+    from rich.text import Text
+
+    what = Text(redact(action.summary))
+    if action.destroys:
+        what.append(" (destroys)", style="red")
+    if action.migrates:
+        what.append(" (migrates)", style="yellow")
+    return (Text(action.resource_id), Text(action.kind, style="dim"), Text(step, style), what)
+
+
 def plan_summary(plan: Plan) -> str:
     counts = Counter(a.type for a in plan.actions)
     parts = [f"{counts[t]} {t.value}" for t in ActionType if counts[t]]
@@ -68,32 +108,16 @@ def render_plan(
     console: Console, plan: Plan, preview: Callable[[Any], str] | None, show_noop: bool = False
 ) -> None:
     from rich.markup import escape
-    from rich.table import Table
 
     console.print(
         f"[bold]Plan[/] for {escape(plan.target.name)} ({escape(plan.target.kind)} "
         f"{escape(plan.target.id)}) on {escape(plan.target.location)}  [dim]{plan.digest[:16]}[/]"
     )
     shown = [a for a in plan.actions if show_noop or a.type is not ActionType.NO_OP]
-    if shown:
-        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-        table.add_column("resource")
-        table.add_column("kind", style="dim")
-        table.add_column("action")
-        table.add_column("what")
-        for action in shown[:MAX_ROWS]:
-            style = _STYLE[action.type]
-            flags = " [red](destroys)[/]" if action.destroys else ""
-            flags += " [yellow](migrates)[/]" if action.migrates else ""
-            table.add_row(
-                escape(action.resource_id),
-                action.kind,
-                f"[{style}]{action.type.value}[/]",
-                escape(redact(action.summary)) + flags,
-            )
-        console.print(table)
-        if len(shown) > MAX_ROWS:
-            console.print(f"[dim]… {len(shown) - MAX_ROWS} more actions (use --json for all)[/]")
+    rows = [action_row(a, a.type.value, _STYLE[a.type]) for a in shown[:MAX_ROWS]]
+    print_columns(console, ("resource", "kind", "action", "what"), rows)
+    if len(shown) > MAX_ROWS:
+        console.print(f"[dim]… {len(shown) - MAX_ROWS} more actions (use --json for all)[/]")
     if preview is not None:
         _render_diffs(console, plan, preview)
     if all(a.type is ActionType.NO_OP for a in plan.actions):
