@@ -129,6 +129,19 @@ def test_json_envelope_is_versioned_on_every_command(world: World) -> None:
         assert set(envelope) == {"schema", "command", "status", "exitCode", "message", "data"}
 
 
+def test_a_usage_error_envelope_names_the_command_it_was_made_in(world: World) -> None:
+    for args, command in (
+        (("plan", "--no-such-option", "--json"), "plan"),
+        (("org", "plan", "--json"), "org plan"),
+        (("grant", "add", "--json"), "grant add"),
+        (("org", "no-such-command", "--json"), "org"),
+    ):
+        result = world.run(*args)
+        assert result.code == 2
+        assert result.json["command"] == command
+        assert result.json["data"]["hint"] == f"trueup {command} --help"
+
+
 def test_dropped_resource_is_removed_only_if_unmodified(world: World) -> None:
     profile = make_profile(world)
     assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0

@@ -419,9 +419,16 @@ def run() -> None:
     try:
         code = app(standalone_mode=False)
     except click.ClickException as exc:
-        words = [arg for arg in sys.argv[1:] if not arg.startswith("-")][:1]
-        Output(" ".join(words) or "trueup", json_mode=True).envelope(
-            "error", exc.exit_code, exc.format_message(), {"hint": "trueup --help"}
+        # The command the mistake was made in, as click parsed it ("org plan").
+        ctx, path = getattr(exc, "ctx", None), list[str]()
+        while ctx is not None and ctx.parent is not None:
+            path.insert(0, ctx.info_name or "")
+            ctx = ctx.parent
+        Output(" ".join(path) or "trueup", json_mode=True).envelope(
+            "error",
+            exc.exit_code,
+            exc.format_message(),
+            {"hint": " ".join(["trueup", *path, "--help"])},
         )
         raise SystemExit(exc.exit_code) from None
     except click.exceptions.Abort:
