@@ -334,3 +334,32 @@ def test_the_schema_and_the_loader_agree(tmp_path: Path, name: str) -> None:
     assert (not errors) is valid, errors
     loaded = run(tmp_path, json.dumps(document), "p.json")
     assert (loaded.returncode == 0) is valid, loaded.stderr
+
+
+WHOLE = {
+    "duplicate id": (GOOD + GOOD.split("\n\n", 1)[1].replace("a/one.txt", "a/two.txt"), "twice"),
+    "overlapping targets": (
+        GOOD + GOOD.split("\n\n", 1)[1].replace('"one"', '"two"').replace("a/one.txt", "a"),
+        "overlapping",
+    ),
+    "unknown dependency": (GOOD.replace('content = "1"', 'content = "1"\ndepends_on = ["x"]'), "x"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WHOLE))
+def test_a_profile_refused_as_a_whole_stays_refused_on_every_run(tmp_path: Path, case: str) -> None:
+    text, words = WHOLE[case]
+    profile = tmp_path / "p.toml"
+    profile.write_text(text)
+    # An old mtime: the second run would trust a cached validation, if one were kept.
+    os.utime(profile, (1_500_000_000, 1_500_000_000))
+    (tmp_path / "root").mkdir()
+    for _ in range(2):
+        result = subprocess.run(
+            [TRUEUP, "plan", str(profile), "--root", str(tmp_path / "root"), "--json"],
+            capture_output=True,
+            text=True,
+            env={"TRUEUP_DATA": str(tmp_path / "data"), "PATH": "/usr/bin:/bin"},
+        )
+        assert result.returncode == 2, result.stdout
+        assert str(profile) in result.stdout and words in result.stdout

@@ -33,7 +33,7 @@ from trueup.plan.planner import topological_order
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
-CACHE_FORMAT = f"trueup-profile-cache/{__version__}/1"
+CACHE_FORMAT = f"trueup-profile-cache/{__version__}/2"  # 2: only profiles past every check
 Entry = dict[str, Any]
 
 
@@ -59,11 +59,13 @@ def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> P
     fresh = validated is None
     if validated is None:
         validated = _validate(read_document(path), where)
-        _write_cache(cache, st, validated)
     meta, entries = validated["profile"], validated["resources"]
     resources = tuple(_resolve(entry, path.parent, fs, where) for entry in entries)
     if fresh:
         _check_whole(resources, where)
+        # Only a profile that passed every check is remembered as valid: a
+        # cache hit skips them all.
+        _write_cache(cache, st, validated)
     body = {"profile": meta, "resources": [r.to_json() for r in resources]}
     return Profile(meta["id"], meta["name"], path, resources, digest(body))
 
