@@ -289,6 +289,24 @@ def test_a_plan_saved_by_another_trueup_version_is_named_as_such(world: World) -
     assert "'trueup.saved-plan/9' plan" in refused.err and "top-level" not in refused.err
 
 
+def test_a_json_profile_that_mentions_the_saved_plan_schema_is_still_a_profile(
+    world: World,
+) -> None:
+    text = json.dumps(
+        {
+            "profile": {"id": "p", "name": "plans carry trueup.saved-plan/1"},
+            "resource": [
+                {"id": "n", "kind": "file", "target": "n.md", "content": '"trueup.saved-plan/1"'}
+            ],
+        }
+    )
+    profile = world.write("p.json", text)
+    assert world.run("apply", str(profile), "--root", str(world.root), "--yes").code == 0
+    refused = world.run("plan", str(profile), "--root", str(world.root), "-o", str(profile))
+    assert refused.code == 2 and "not a trueup saved plan" in refused.err
+    assert profile.read_text() == text
+
+
 def test_two_targets_that_meet_through_a_symlinked_folder_are_refused(world: World) -> None:
     (world.root / "real").mkdir()
     (world.root / "skills").symlink_to(world.root / "real")
