@@ -37,6 +37,12 @@ def test_overlaps_after_normalisation() -> None:
     assert find_overlaps([("a", "ab"), ("b", "a")]) == []
 
 
+def test_overlaps_are_found_whatever_sorts_between_the_two_paths() -> None:
+    # As text, "s-old" and "s.md" sort between "s" and "s/SKILL.md".
+    pairs = [("skill", "s"), ("old", "s-old"), ("md", "s.md"), ("inside", "s/SKILL.md")]
+    assert find_overlaps(pairs) == [("skill", "inside")]
+
+
 def test_symlinked_parent_outside_is_refused(tmp_path: Path) -> None:
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()

@@ -59,7 +59,11 @@ def overlap_key(target: str) -> str:
 
 def find_overlaps(targets: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """Pairs of resource ids whose targets are equal or nest, after normalisation."""
-    keyed = sorted((overlap_key(t), rid) for rid, t in targets)
+    # Sorted by component, so everything below a path comes right after it
+    # (as text, "s-old" would sort between "s" and "s/SKILL.md").
+    keyed = sorted(
+        ((overlap_key(t), rid) for rid, t in targets), key=lambda k: (k[0].split("/"), k[1])
+    )
     clashes: list[tuple[str, str]] = []
     open_dirs: list[tuple[str, str]] = []
     for key, rid in keyed:
