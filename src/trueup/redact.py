@@ -8,6 +8,7 @@ say they hold one.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -19,9 +20,16 @@ _env_loaded = False
 
 
 def register_secret(value: str | None) -> None:
-    """Remember a value to scrub; very short values would scrub ordinary words."""
+    """Remember a value to scrub; very short values would scrub ordinary words.
+
+    Its escaped spellings too: a secret holding a quote, a backslash or a
+    non-ASCII letter reaches a JSON envelope, or the diff of a JSON, TOML or
+    YAML file, spelt differently (``\"``, ``\\``, ``\u00eb``).
+    """
     if value and len(value) >= 6:
         _known.add(value)
+        for ascii_only in (True, False):
+            _known.add(json.dumps(value, ensure_ascii=ascii_only)[1:-1])
 
 
 def _load_env() -> None:

@@ -241,6 +241,26 @@ def test_known_secrets_are_redacted_in_output(world: World) -> None:
     assert "[REDACTED]" in result.out
 
 
+def test_a_secret_is_redacted_however_json_spells_it(world: World) -> None:
+    for secret in ("sëcret-value-42", 'quote"d-value', "back\\slash-value"):
+        keys = {"tok": secret}
+        document = {
+            "profile": {"id": "p", "name": "P"},
+            "resource": [{"id": "c", "kind": "config", "target": "c.json", "keys": keys}],
+        }
+        profile = str(world.write("p.json", json.dumps(document)))
+        env = {"MY_API_TOKEN": secret}
+        for extra in ((), ("--json",)):
+            out = world.run("plan", profile, "--root", str(world.root), *extra, env=env).out
+            assert "[REDACTED]" in out
+            for spelling in (
+                secret,
+                json.dumps(secret)[1:-1],
+                json.dumps(secret, ensure_ascii=False)[1:-1],
+            ):
+                assert spelling not in out
+
+
 def test_refuses_to_apply_without_a_terminal_or_yes(world: World) -> None:
     profile = str(world.write("p.toml", ONE_FILE))
     result = world.run("apply", profile, "--root", str(world.root))
