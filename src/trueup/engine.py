@@ -48,6 +48,7 @@ from trueup.paths import TargetError, find_overlaps
 from trueup.plan.memo import PlanMemo, Remembered
 from trueup.plan.planner import compute_plan
 from trueup.settings import Settings
+from trueup.state.db import redact_url
 from trueup.state.store import ACTIVE, RunAction, RunInfo, Store
 
 SAVED_PLAN_SCHEMA = "trueup.saved-plan/1"
@@ -409,7 +410,7 @@ class Engine:
         if run_id:
             run = self.store.run(run_id)
             if run is None:
-                raise UsageError(f"no run {run_id!r} in {self.settings.state_url}")
+                raise UsageError(f"no run {run_id!r} in {redact_url(self.settings.state_url)}")
             if run.status not in ACTIVE:
                 raise UsageError(f"run {run_id} is {run.status}; only unfinished runs need this")
             return run

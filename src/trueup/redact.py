@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 MAX_MESSAGE = 2048
 PLACEHOLDER = "[REDACTED]"
@@ -30,6 +31,20 @@ def register_secret(value: str | None) -> None:
         _known.add(value)
         for ascii_only in (True, False):
             _known.add(json.dumps(value, ensure_ascii=ascii_only)[1:-1])
+
+
+def register_url(url: str) -> None:
+    """Remember the password a URL carries (``user:pw@``, ``?password=``), as
+    written and as decoded, so no message quoting the URL shows it."""
+    try:
+        parts = urlsplit(url)
+        found = [parts.password or ""]
+    except ValueError:  # not a URL at all: nothing to find
+        return
+    found += [v for k, v in parse_qsl(parts.query) if k.lower() == "password"]
+    for password in found:
+        register_secret(password)
+        register_secret(unquote(password))
 
 
 def _load_env() -> None:

@@ -32,3 +32,23 @@ def test_a_postgres_schema_that_does_not_exist_is_a_usage_error(postgres_schema:
     with pytest.raises(UsageError, match="cannot hold trueup's tables") as refused:
         Store.open(url)
     assert "the schema must exist" in (refused.value.hint or "")
+
+
+def test_a_state_password_is_never_shown_by_a_command(postgres_schema: str) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    password = f"pw{secrets.token_hex(6)}"  # trust auth: any password is accepted
+    url = postgres_schema.replace("postgresql://postgres@", f"postgresql://postgres:{password}@")
+    assert password in url
+    trueup = str(Path(sys.executable).parent / "trueup")
+    env = {**os.environ, "TRUEUP_STATE": url, "NO_COLOR": "1"}
+    for verb in ("recover", "abandon"):
+        shown = subprocess.run(
+            [trueup, verb, "no-such-run", "--json"], capture_output=True, text=True, env=env
+        )
+        assert shown.returncode == 2, shown.stdout + shown.stderr
+        assert "no run 'no-such-run'" in shown.stdout
+        assert password not in shown.stdout + shown.stderr

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from trueup.errors import UsageError
-from trueup.redact import register_secret
+from trueup.redact import register_secret, register_url
 
 KEYRING_SERVICE = "trueup"
 
@@ -49,6 +49,7 @@ def endpoint(provider: str, env: Mapping[str, str] | None = None) -> Endpoint:
     url = env.get(f"TRUEUP_{upper}_URL") or DEFAULT_URLS[provider]
     if not url:
         raise UsageError(f"no {provider} URL: set TRUEUP_{upper}_URL to your instance's address")
+    register_url(url)
     url = url.rstrip("/")
     prefix = PREFIXES[provider]
     if prefix and not url.endswith(prefix):

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from trueup.errors import UsageError
+from trueup.redact import register_url
 
 Row = tuple[Any, ...]
 Params = Mapping[str, Any]
@@ -75,6 +76,7 @@ class Database:
     """One connection to the store, with explicit transactions."""
 
     def __init__(self, url: str) -> None:
+        register_url(url)  # whatever quotes the URL later never shows its password
         self.url = url
         path = sqlite_path(url)
         if path is not None:
