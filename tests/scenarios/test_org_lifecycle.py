@@ -338,3 +338,11 @@ def test_status_tells_an_org_that_needs_a_person_as_org_status_does(org: OrgWorl
     assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 3
     status = org.run("status", "--json")
     assert (status.code, status.json["status"]) == (3, "human-action-required"), status.out
+
+
+def test_org_status_of_an_org_never_applied_says_changes_are_pending(org: OrgWorld) -> None:
+    live = org.run("org", "status", org.path, "--json")
+    assert live.code == 0 and live.json["data"]["pending"] > 0
+    assert live.json["status"] == "changes-pending", live.out
+    human = org.run("org", "status", org.path)
+    assert "changes-pending;" in human.out and "converged" not in human.out

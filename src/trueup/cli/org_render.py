@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from trueup.cli.render import MAX_ROWS, action_row, print_columns
 from trueup.errors import ExitCode
-from trueup.model import ActionType, Outcome, Plan, outcome_of
+from trueup.model import ActionType, Outcome, Plan, outcome_of, plan_status
 from trueup.redact import redact
 
 if TYPE_CHECKING:
@@ -172,14 +172,14 @@ def show_live_status(out: Output, engine: Any, file: Path) -> int:
         "unmanaged": [u.to_json() for u in prepared.unmanaged],
         "state": recorded.to_json() if recorded else None,
     }
+    status = plan_status(plan.actions)  # "converged" only when nothing is left to apply
     if out.json_mode:
-        out.envelope(outcome.value, outcome.exit_code, "", data)
+        out.envelope(status, outcome.exit_code, "", data)
         return int(outcome.exit_code)
     render_org_plan(out.console, prepared, plan, show_noop=False)
     if recorded is not None and recorded.last_applied:
         out.print(f"last applied {escape(recorded.last_applied['at'])}")
-    label = "converged" if outcome is Outcome.CONVERGED and not pending else outcome.value
-    out.print(f"{label}; {pending} pending change(s)")
+    out.print(f"{status}; {pending} pending change(s)")
     return int(outcome.exit_code)
 
 
