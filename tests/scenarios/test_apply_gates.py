@@ -164,6 +164,39 @@ content = "c\\n"
     assert status["data"]["blocked_runs"] == []
 
 
+def test_a_failed_run_restores_a_mode_it_changed_on_a_file_it_left_as_it_was(
+    world: World,
+) -> None:
+    tool = world.target("bin/tool")
+    tool.parent.mkdir()
+    tool.write_text("echo hi\n")
+    os.chmod(tool, 0o644)
+    profile = """
+[profile]
+id = "x"
+name = "X"
+
+[[resource]]
+id = "tool"
+kind = "file"
+target = "bin/tool"
+content = "echo hi\\n"
+executable = true
+
+[[resource]]
+id = "fails"
+kind = "file"
+target = "b.txt"
+content = "b\\n"
+depends_on = ["tool"]
+verify = { command = ["false"] }
+"""
+    path = str(world.write("x.toml", profile))
+    assert world.run("apply", path, "--root", str(world.root), "--yes").code == 7
+    assert tool.read_text() == "echo hi\n"
+    assert tool.stat().st_mode & 0o777 == 0o644, "the executable bit the run set is taken back"
+
+
 def test_path_traversal_is_refused_before_anything_is_written(world: World) -> None:
     profile = str(
         world.write("p.toml", ONE_FILE.replace('target = ".toolrc"', 'target = "../escape"'))

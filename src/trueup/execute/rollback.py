@@ -140,7 +140,7 @@ class RollbackStore:
             path = snap["path"]
             state = snap["state"]
             now = held_at(path)
-            if now == _as_outcome(snap):
+            if now == _as_outcome(snap) and not _mode_differs(snap, path):
                 continue  # as it was before the run
             if written.get(path) != now:
                 kept.append(path)
@@ -205,6 +205,16 @@ class RollbackStore:
     def discard(self) -> None:
         """Remove the run's material; failures here never change an outcome."""
         shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _mode_differs(snap: dict[str, Any], path: str) -> bool:
+    """A file back to its bytes may still hold the run's mode (the executable bit)."""
+    if snap["state"] != "file":
+        return False
+    try:
+        return stat.S_IMODE(os.lstat(path).st_mode) != int(snap["mode"])
+    except OSError:
+        return False
 
 
 def _written_name(manifest: str) -> str:
