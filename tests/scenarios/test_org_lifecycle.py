@@ -346,3 +346,15 @@ def test_org_status_of_an_org_never_applied_says_changes_are_pending(org: OrgWor
     assert live.json["status"] == "changes-pending", live.out
     human = org.run("org", "status", org.path)
     assert "changes-pending;" in human.out and "converged" not in human.out
+
+
+def test_org_status_after_a_failed_apply_exits_as_a_failed_run(org: OrgWorld) -> None:
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 0
+    # A CNAME made by hand where an A record is declared: Cloudflare refuses the
+    # create (400), so the step fails and the run ends failed.
+    cname = {"type": "CNAME", "name": "status.acme.test", "content": "elsewhere.example"}
+    org.fakes.cloudflare.add_record(org.zone(), **cname)
+    org.declare(ORG + DNS.replace("portal", "status"))
+    assert org.run("org", "apply", org.path, "--yes").code == 7
+    status = org.run("org", "status", "--json")
+    assert status.code == 7 == org.run("status").code, status.out

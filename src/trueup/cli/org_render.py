@@ -187,13 +187,21 @@ def show_recorded_status(out: Output, engine: Any) -> int:
     from rich.markup import escape
     from rich.table import Table
 
+    from trueup.cli.status import last_run, last_run_outcome, worst_of
+
     states = engine.status()
     blocked = [r.to_json() for r in engine.store.blocked_runs() if r.target.kind == "org"]
-    code = ExitCode.OK
+    # The org's state, and its last run (one that failed on a transport error
+    # never got to update the state): as `trueup status` reads them.
+    found = {last_run_outcome(s.outcome) for _, s in states}
+    for key, _ in states:
+        run = last_run(engine.store, key)
+        found.add(last_run_outcome(run.outcome) if run else None)
     if any(s.failed_fields for _, s in states):
-        code = ExitCode.HUMAN_ACTION
-    if blocked or any(engine.store.drift(key) for key, _ in states):
-        code = ExitCode.CONFLICT
+        found.add(Outcome.HUMAN_ACTION_REQUIRED)
+    if any(engine.store.drift(key) for key, _ in states):
+        found.add(Outcome.DRIFT)
+    code = ExitCode.CONFLICT if blocked else worst_of(found).exit_code  # as `trueup status`
     if out.json_mode:
         orgs = [
             {"target": key, **state.to_json(), "drift": engine.store.drift(key)}

@@ -69,7 +69,18 @@ _LAST_RUN = {
 _WORST_FIRST = [Outcome.FAILED, Outcome.INTERRUPTED, Outcome.DRIFT, Outcome.HUMAN_ACTION_REQUIRED]
 
 
-def _last_run(store: Any, key: str) -> Any:
+def last_run_outcome(value: str | None) -> Outcome | None:
+    """The outcome a target's last run leaves for a person to look at, if any."""
+    found = _LAST_RUN.get(str(value))
+    return found[0] if found else None
+
+
+def worst_of(found: set[Outcome | None]) -> Outcome:
+    """What a person must look at first: a failed run before drift before the rest."""
+    return next((o for o in _WORST_FIRST if o in found), Outcome.CONVERGED)
+
+
+def last_run(store: Any, key: str) -> Any:
     """The target's latest run that got as far as changing something (a refusal did not)."""
     return next((r for r in store.runs(key, 10) if r.outcome != "refused"), None)
 
@@ -90,7 +101,7 @@ def _recorded(out: Output, engine: Any) -> int:
 
     targets = []
     for key in filter(readable, store.targets()):
-        last = _last_run(store, key)
+        last = last_run(store, key)
         targets.append(
             {
                 "target": key,
@@ -103,14 +114,10 @@ def _recorded(out: Output, engine: Any) -> int:
     blocked = [r.to_json() for r in runs]
     # What to do next depends on the run: wait for a live one, recover a dead one.
     next_steps = {r.id: locked_error(r, r.target).hint for r in runs}
-    found = {
-        _LAST_RUN[str(t["last_run"]["outcome"])][0]
-        for t in targets
-        if t["last_run"] and str(t["last_run"]["outcome"]) in _LAST_RUN
-    }
+    found = {last_run_outcome(t["last_run"]["outcome"]) for t in targets if t["last_run"]}
     if any(t["drift"] for t in targets):
         found.add(Outcome.DRIFT)
-    worst = next((o for o in _WORST_FIRST if o in found), Outcome.CONVERGED)
+    worst = worst_of(found)
     waiting = any(
         (t["last_run"] or {}).get("job")
         and (t["last_run"] or {}).get("status") in ("queued", "running")
