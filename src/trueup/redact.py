@@ -8,16 +8,23 @@ say they hold one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+from trueup.errors import UsageError
 
 MAX_MESSAGE = 2048
 PLACEHOLDER = "[REDACTED]"
 _SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|PRIVATE_KEY|CREDENTIAL)", re.I)
 _known: set[str] = set()
 _env_loaded = False
+#: Declared secret values by their sealed spelling (``seal``), for this process only.
+_sealed: dict[str, str] = {}
+SEALED = "sealed:sha256:"
 
 
 def register_secret(value: str | None) -> None:
@@ -47,12 +54,42 @@ def register_url(url: str) -> None:
         register_secret(unquote(password))
 
 
+def looks_secret(name: str) -> bool:
+    """Whether a variable's name says it holds a secret (API_TOKEN, DB_PASSWORD...)."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def seal(value: str) -> str:
+    """A secret's stand-in for plans, output and the state store: its digest.
+
+    Two equal values seal alike, so a declared secret and the live one still
+    compare; the value itself stays in this process (``unseal``), for the one
+    call that must send it.
+    """
+    register_secret(value)
+    sealed = SEALED + hashlib.sha256(value.encode()).hexdigest()
+    _sealed[sealed] = value
+    return sealed
+
+
+def unseal(value: Any) -> Any:
+    """The value a sealed stand-in was made from; anything else as it is."""
+    if not (isinstance(value, str) and value.startswith(SEALED)):
+        return value
+    if value not in _sealed:
+        raise UsageError(
+            "a secret this plan refers to is not in the declaration any more",
+            hint="compute the plan again from the declaration",
+        )
+    return _sealed[value]
+
+
 def _load_env() -> None:
     global _env_loaded
     if not _env_loaded:
         _env_loaded = True
         for name, value in os.environ.items():
-            if _SECRET_NAME.search(name):
+            if looks_secret(name):
                 register_secret(value)
 
 

@@ -358,3 +358,32 @@ def test_org_status_after_a_failed_apply_exits_as_a_failed_run(org: OrgWorld) ->
     assert org.run("org", "apply", org.path, "--yes").code == 7
     status = org.run("org", "status", "--json")
     assert status.code == 7 == org.run("status").code, status.out
+
+
+def test_a_secret_named_app_variable_reaches_coolify_and_nothing_else(org: OrgWorld) -> None:
+    declared, rotated = "declared-pw-0123456789", "rotated-pw-9876543210"
+    org.declare(
+        ORG.replace('env = { LOG_LEVEL = "info" }', f'env = {{ DB_PASSWORD = "{declared}" }}')
+    )
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 0
+    coolify = org.fakes.coolify
+    [portal] = [a for a in coolify.list_applications() if a["name"] == "portal"]
+
+    def live() -> str:
+        return next(
+            str(e["value"]) for e in coolify.list_envs(portal["uuid"]) if e["key"] == "DB_PASSWORD"
+        )
+
+    assert live() == declared
+    assert org.run("org", "plan", org.path, "--json").json["status"] == "converged"
+    coolify.bulk_envs(portal["uuid"], {"data": [{"key": "DB_PASSWORD", "value": rotated}]})
+    saved = org.world.base / "plan.json"
+    assert org.run("org", "plan", org.path, "--json", "-o", str(saved)).code == 4  # drift
+    assert org.run("org", "apply", org.path, "--yes", "--overwrite", "apps.app:portal").code == 0
+    assert live() == declared
+    for value in (declared, rotated):
+        for text in org.outputs:
+            assert value not in text
+        for path in [saved, *org.world.data.rglob("*")]:
+            if path.is_file():
+                assert value.encode() not in path.read_bytes(), path

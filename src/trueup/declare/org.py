@@ -32,9 +32,10 @@ from trueup.declare.files import read_document
 from trueup.errors import UsageError
 from trueup.model import Resource
 from trueup.org.declared import App, Chat, Mail, OrgFile, Project, describe_error
+from trueup.redact import SEALED, looks_secret, seal
 
 POLICY = "replace-if-unmodified"
-CACHE_FORMAT = f"trueup-org-cache/{__version__}/1"
+CACHE_FORMAT = f"trueup-org-cache/{__version__}/2"  # 2: secret-named env sealed
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,10 @@ def load_org(path: Path, cache_dir: Path | None = None) -> DeclaredOrg:
         except (OSError, ValueError, KeyError, TypeError):
             pass
     org = _load(path)
-    if cache is not None:
+    # A sealed secret's value lives in this process only, so an org holding one
+    # is parsed again each time (and the cache never sees the value).
+    sealed = any(SEALED in json.dumps(r.spec.get("env", {})) for r in org.resources)
+    if cache is not None and not sealed:
         _write_cache(cache, org)
     return org
 
@@ -410,7 +414,9 @@ def _app_spec(app: App | Chat) -> dict[str, Any]:
         "environment": app.environment,
         "ports": str(app.port),
         "domains": list(app.domains),
-        "env": dict(app.env),
+        # A secret-named variable's value is sealed: plans, output and the state
+        # store see its digest; only the call that sets it sends the value.
+        "env": {k: seal(v) if looks_secret(k) else v for k, v in app.env.items()},
     }
     if app.image is not None:
         image, tag = split_image(app.image)

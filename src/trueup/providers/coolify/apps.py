@@ -18,6 +18,7 @@ from trueup.kinds.base import Decision, ObserveContext
 from trueup.model import ActionType, Applied, Observed, Resource
 from trueup.providers.coolify.session import CoolifySession
 from trueup.providers.remote import RemoteKind, applied_record, recorded_id
+from trueup.redact import looks_secret, seal
 
 JSON = dict[str, Any]
 SOURCE_FIELDS = {
@@ -97,7 +98,7 @@ class ApplicationKind(RemoteKind):
             "ports": str(raw.get("ports_exposes") or ""),
             "domains": _domains(raw.get("fqdn")),
             "env": {
-                str(e["key"]): e.get("value")
+                str(e["key"]): _shown(str(e["key"]), e.get("value"))
                 for e in sorted(raw.get("_envs", []), key=lambda e: str(e["key"]))
                 if e.get("key") in keys and not e.get("is_preview")
             },
@@ -252,3 +253,8 @@ def app_uuid(
 def _fixed_change(live: Mapping[str, Any], want: Mapping[str, Any]) -> str | None:
     """The first field Coolify cannot change on an existing application, if it differs."""
     return next((f for f in ("environment", "source") if live.get(f) != want[f]), None)
+
+
+def _shown(key: str, value: Any) -> Any:
+    """A live value as the declaration spells it: sealed when its name says secret."""
+    return seal(value) if looks_secret(key) and isinstance(value, str) else value

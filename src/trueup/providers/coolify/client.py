@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from trueup.providers.http import AmbiguousWrite, HttpClient, ProviderError, json_object
+from trueup.redact import unseal
 
 JSON = dict[str, Any]
 ATTEMPTS = 3
@@ -150,8 +151,12 @@ class CoolifyClient:
         return found
 
     def upsert_envs(self, uuid: str, items: list[JSON]) -> None:
-        """The bulk endpoint creates or updates by key: replaying it is safe."""
-        self._json("PATCH", f"/applications/{uuid}/envs/bulk", {"data": items})
+        """The bulk endpoint creates or updates by key: replaying it is safe.
+
+        The one place a sealed secret (redact.seal) is opened: on the wire.
+        """
+        data = [{**item, "value": unseal(item.get("value"))} for item in items]
+        self._json("PATCH", f"/applications/{uuid}/envs/bulk", {"data": data})
 
     def delete_env(self, uuid: str, env_uuid: str) -> None:
         self.http.request("DELETE", f"/applications/{uuid}/envs/{env_uuid}", missing_ok=True)
