@@ -422,10 +422,11 @@ class Engine:
             raise UsageError(f"several unfinished runs ({ids}); name one")
         return blocked[0]
 
-    def _take(self, run: RunInfo) -> None:
+    def take(self, run: RunInfo) -> None:
+        """Hold an unfinished run, unless its holder lives or another process took it."""
         if run.status == "running" and run.holder_alive is not False:
             raise locked_error(run, run.target)
-        self.store.take_over(run.id)
+        self.store.take_over(run)
 
     def recover(
         self, run_id: str | None, progress: Callable[[int], None] | None = None
@@ -455,7 +456,7 @@ class Engine:
         return result
 
     def _recover(self, run: RunInfo, progress: Callable[[int], None] | None) -> RunResult:
-        self._take(run)
+        self.take(run)
         rollback = self.rollback_for(run)
         fs = WritableFS(max_file_bytes=self.settings.max_file_bytes, tag=run.id)
         journaled = self.store.run_actions(run.id)
@@ -507,7 +508,7 @@ class Engine:
         gates = self.gates(run.target, "run.abandoned", run.plan_digest)
         gates.authorize("apply")
         try:
-            self._take(run)
+            self.take(run)
         except ConflictError as exc:
             raise gates.refuse(exc) from None
         rollback = self.rollback_for(run)

@@ -166,6 +166,18 @@ def test_a_dead_holder_on_this_host_is_reported(store: Store) -> None:
     assert caught.value.hint is not None and f"trueup recover {run.id}" in caught.value.hint
 
 
+def test_of_two_processes_taking_over_a_dead_run_only_one_gets_it(store: Store) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    run = store.start_run(WS, "e" * 64, None, "user:alice")
+    store.db.execute("UPDATE runs SET pid = :pid WHERE id = :id", {"pid": dead.pid, "id": run.id})
+    seen = [r for r in store.blocked_runs() if r.id == run.id]  # what both processes read
+    assert len(seen) == 1 and seen[0].holder_alive is False
+    store.take_over(seen[0])  # the first one
+    with pytest.raises(ConflictError, match="taken over by another trueup process"):
+        store.take_over(seen[0])  # the second, with what it read before the first took it
+
+
 def _catalog(url: str) -> dict[str, list[tuple[object, ...]]]:
     db = Database(url)
     try:

@@ -292,11 +292,7 @@ class OrgEngine:
     def recover(self, run: RunInfo) -> OrgApplied:
         """Resume a killed or interrupted org run under its own id, from live state."""
         self.base.gates(run.target, "run.recovered", run.plan_digest).authorize("apply")
-        if run.status == "running" and run.holder_alive is not False:
-            from trueup.execute.gates import locked_error
-
-            raise locked_error(run, run.target)
-        self.store.take_over(run.id)
+        self.base.take(run)
         source = Path(run.declaration or "")
         if not run.declaration or not source.exists():
             raise self._released(

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trueup.canonical import storage_text
+from trueup.errors import ConflictError
 from trueup.fs import CacheEntry, StatCache
 from trueup.model import Action, Applied, Resource, Target
 from trueup.state.db import Database, UniqueViolation
@@ -337,14 +338,32 @@ class Store:
         )
         return [run_from_row(r) for r in rows]
 
-    def take_over(self, run_id: str) -> None:
-        """Make this process the holder of an interrupted run (recover)."""
+    def take_over(self, run: RunInfo) -> None:
+        """Make this process the holder of an interrupted run (recover, abandon).
+
+        Only if the run is still as ``run`` read it: of two processes taking
+        over the same dead run at once, one gets it and the other is refused.
+        """
         with self.db.transaction():
-            self.db.execute(
-                "UPDATE runs SET status = 'running', host = :host, pid = :pid WHERE id = :id",
-                {"id": run_id, "host": socket.gethostname(), "pid": os.getpid()},
+            taken = self.db.execute(
+                "UPDATE runs SET status = 'running', host = :host, pid = :pid "
+                "WHERE id = :id AND status = :was AND host = :was_host AND pid = :was_pid "
+                "RETURNING id",
+                {
+                    "id": run.id,
+                    "host": socket.gethostname(),
+                    "pid": os.getpid(),
+                    "was": run.status,
+                    "was_host": run.host,
+                    "was_pid": run.pid,
+                },
             )
-            self._event(run_id, "run.taken-over", {"pid": os.getpid()})
+            if not taken:
+                raise ConflictError(
+                    f"run {run.id} was taken over by another trueup process meanwhile",
+                    hint="see where it stands: trueup status",
+                )
+            self._event(run.id, "run.taken-over", {"pid": os.getpid()})
 
     def set_run_status(self, run_id: str, status: str, outcome: str | None, message: str) -> None:
         with self.db.transaction():
