@@ -483,6 +483,9 @@ class Engine:
         started = self.store.last_event(run.id, "run.started") or {}
         prepared = self.prepare(source, Path(run.target.location), started.get("force", ()))
         surprises = unplanned(prepared.plan, journaled)
+        if started.get("declared") not in (None, prepared.plan.declaration):
+            # "create file" reads the same whatever the content: compare what was declared.
+            surprises.insert(0, f"{source} changed after the run planned it")
         if surprises:
             # Nobody reviewed these: the run was to do something else there.
             kept = f" (kept as changed after the run: {', '.join(restored.kept)})"

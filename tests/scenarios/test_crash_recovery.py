@@ -236,6 +236,26 @@ def test_recover_redoes_what_is_still_as_the_run_planned(world: World) -> None:
     assert read(world, "a.txt") == "declared\n"
 
 
+def test_recover_does_not_apply_a_declaration_changed_after_the_crash(world: World) -> None:
+    two = ONE_REPLACE + ONE_REPLACE.split("\n\n", 1)[1].replace('"a', '"b')
+    profile = world.write("a.toml", two)
+    result = world.run(
+        "apply",
+        str(profile),
+        "--root",
+        str(world.root),
+        "--yes",
+        env={"TRUEUP_CRASH_AT": "journal-succeeded:1", "TRUEUP_BATCH_SIZE": "1"},
+    )
+    assert result.code == -9, result.err
+    assert read(world, "a.txt") == "declared\n" and not world.target("b.txt").exists()
+    world.write("a.toml", two.replace("declared", "never reviewed"))
+    recovered = world.run("recover")
+    assert recovered.code == 3, recovered.out + recovered.err
+    assert "a.toml changed after the run planned it" in recovered.out
+    assert not world.target("b.txt").exists()
+
+
 ONE_REPLACE = """
 [profile]
 id = "one"

@@ -35,7 +35,9 @@ class StalePlan(ConflictError):
 def acquire(store: Store, target: Target, plan: Plan, actor: str) -> RunInfo:
     """Take the target's lock (a run row), or refuse naming whoever holds it."""
     try:
-        return store.start_run(target, plan.digest, plan.source, actor, plan.force)
+        return store.start_run(
+            target, plan.digest, plan.source, actor, plan.force, plan.declaration
+        )
     except RunLocked as locked:
         raise locked_error(locked.holder, target) from None
 

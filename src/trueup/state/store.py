@@ -262,11 +262,13 @@ class Store:
         declaration: str | None,
         actor: str,
         force: Sequence[str] = (),
+        declared: str | None = None,
     ) -> RunInfo:
         """Insert the run row, which is the lock; raises ``RunLocked`` if held.
 
         ``force`` (the ids given to --overwrite) is kept with the start, so a
-        recovery plans the rest of the run as the person asked.
+        recovery plans the rest of the run as the person asked; ``declared``
+        (the digest of the declaration planned), so it redoes only that one.
         """
         run_id = new_run_id()
         params = {
@@ -291,6 +293,8 @@ class Store:
                 started: dict[str, Any] = {"plan": plan_digest}
                 if force:
                     started["force"] = list(force)
+                if declared:
+                    started["declared"] = declared
                 self._event(run_id, "run.started", started)
         except UniqueViolation as exc:
             if exc.constraint not in (None, LOCK_INDEX):
