@@ -55,6 +55,12 @@ def test_the_example_org_declares_every_provider() -> None:
             "[[dns]] #1 (A x.other.test.): field 'name': 'x.other.test.' is outside acme.test",
         ),
         (
+            '[[dns]]\ntype = "A"\nname = "foo bar"\ncontent = "192.0.2.1"\n',
+            "[[dns]] #1 (A foo bar): name 'foo bar' is not a DNS name: dot-separated labels of "
+            "letters, digits, '-' and '_' (up to 63 each, not starting or ending with '-'), "
+            "'*' as a whole label, or '@' for the apex",
+        ),
+        (
             '[[dns]]\ntype = "MX"\nname = "@"\ncontent = "mx.example.com"\n',
             "[[dns]] #1 (MX @): a MX record needs a priority",
         ),

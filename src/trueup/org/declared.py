@@ -88,6 +88,11 @@ class Identity(Strict):
     project: list[Project] = Field(default_factory=list)
 
 
+# A label as DNS providers take it: RFC 1035 letters, digits and hyphens, plus
+# '_' (service records, DKIM) and a whole-label '*' (wildcards).
+_DNS_LABEL = re.compile(r"^(\*|[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)$")
+
+
 class DnsRecord(Strict):
     type: Literal[RECORD_TYPES]  # type: ignore[valid-type]
     name: str = Field(min_length=1, description="Relative to the domain, '@' for the apex.")
@@ -99,6 +104,13 @@ class DnsRecord(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> DnsRecord:
+        labels = [] if self.name == "@" else self.name.lower().rstrip(".").split(".")
+        if len(self.name) > 253 or not all(_DNS_LABEL.match(label) for label in labels):
+            raise ValueError(
+                f"name {self.name!r} is not a DNS name: dot-separated labels of letters, "
+                "digits, '-' and '_' (up to 63 each, not starting or ending with '-'), "
+                "'*' as a whole label, or '@' for the apex"
+            )
         if self.ttl != 1 and not 60 <= self.ttl <= 86400:
             raise ValueError("ttl must be 1 (automatic) or between 60 and 86400")
         if self.proxied and self.type not in ("A", "AAAA", "CNAME"):
