@@ -18,7 +18,13 @@ from typing import Any, TypeVar
 from trueup import audit, authz, kinds
 from trueup.canonical import as_json, digest, sha256_hex
 from trueup.declare.profile import Profile, load_profile
-from trueup.errors import ApplyFailedError, ConflictError, NotAuthorizedError, UsageError
+from trueup.errors import (
+    ApplyFailedError,
+    ConflictError,
+    NotAuthorizedError,
+    UsageError,
+    user_paths,
+)
 from trueup.execute.crashpoints import reach
 from trueup.execute.executor import (
     ActionResult,
@@ -90,8 +96,7 @@ class Engine:
     @property
     def store(self) -> Store:
         if self._store is None:
-            if self.settings.embedded_state:
-                self.settings.data.mkdir(parents=True, exist_ok=True)
+            self.settings.open_data()
             self._store = Store.open(self.settings.state_url)
         return self._store
 
@@ -183,8 +188,9 @@ class Engine:
         cache = self.store.load_stat_cache()
         witnesses: dict[str, Witness] = {}
         fs = ReadOnlyFS(cache, self.settings.max_file_bytes, witnesses)
-        fs.follow(path)  # the profile, and every link on the way to it
-        profile = load_profile(path, fs, self.settings.data / "cache" / "profiles")
+        with user_paths(str(path)):  # the profile and its sources
+            fs.follow(path)  # the profile, and every link on the way to it
+            profile = load_profile(path, fs, self.settings.data / "cache" / "profiles")
         target = Target("profile", profile.id, profile.name, str(root))
         if permission is not None:
             self.gates(target, _EVENT[permission]).authorize(permission)
@@ -578,9 +584,12 @@ class Engine:
             texts = (plan.source, plan.declaration, plan.target.location, plan.target.id)
             if not all(isinstance(text, str) for text in texts):
                 raise ValueError("its source, declaration and target must be strings")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            recorded = document["digest"]
+        except KeyError as exc:  # str(KeyError) is only the quoted key
+            raise UsageError(f"{path}: not a trueup saved plan: no field {exc}") from None
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
             raise UsageError(f"{path}: not a trueup saved plan: {exc}") from None
-        if digest(document["plan"]) != document["digest"] or plan.digest != document["digest"]:
+        if digest(document["plan"]) != recorded or plan.digest != recorded:
             raise ConflictError(f"{path}: the plan's content does not match its digest; refusing")
         return plan
 
@@ -625,7 +634,8 @@ def observe_all(
     for resource in resources:
         label = f"{where}: resource {resource.id!r}"
         try:
-            observed[resource.id] = kinds.get(resource.kind).observe(resource, ctx)
+            with user_paths("field 'target'"):  # wrapped in the label below
+                observed[resource.id] = kinds.get(resource.kind).observe(resource, ctx)
         except FileTooLargeError as exc:  # live, not declared: the rest can still be planned
             observed[resource.id] = Observed(OVERSIZED, None, {"reason": exc.message})
         except TargetError as exc:

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from trueup.errors import UsageError, os_problem
 from trueup.fs import DEFAULT_MAX_FILE_BYTES
 
 # Actions per durability barrier (one file-system sync, two journal commits).
@@ -38,6 +39,26 @@ class Settings:
     def embedded_state(self) -> bool:
         """Whether the state store is the default SQLite file in the data folder."""
         return self.state_url == _embedded_url(self.data)
+
+    def open_data(self) -> None:
+        """Create the data folder when the embedded store lives there, as any command may.
+
+        An explicit ``--state`` path's folder must exist (a typo is an error),
+        but the default one is trueup's own to make. A ``TRUEUP_DATA`` that
+        cannot be a folder (a file is there, no permission) is named as such.
+        """
+        if not self.embedded_state:
+            return
+        try:
+            self.data.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            problem = (
+                "is not a folder" if self.data.exists() else f"cannot be created: {os_problem(exc)}"
+            )
+            raise UsageError(
+                f"the data folder {self.data} {problem}",
+                hint="point TRUEUP_DATA at a folder trueup may create and write to",
+            ) from None
 
     @classmethod
     def from_env(

@@ -400,7 +400,9 @@ def state_migrate(
                 raise UsageError(f"--sql takes sqlite or postgresql, not {sql!r}")
             sys.stdout.write(migration_sql(sql))
             return 0
-        url = Settings.from_env(state=state).state_url
+        settings = Settings.from_env(state=state)
+        settings.open_data()  # a fresh TRUEUP_DATA is made here as by every other command
+        url = settings.state_url
         revision = migrate(url)
         message = f"{redact_url(url)} is at schema {revision}"
         out.report(message, {"revision": revision})

@@ -20,7 +20,7 @@ from typing import Any
 from trueup import audit
 from trueup.declare.org import DeclaredOrg, load_org
 from trueup.engine import Engine, check_overwrite, drift_items
-from trueup.errors import ConflictError, TrueupError, UsageError
+from trueup.errors import ConflictError, TrueupError, UsageError, user_paths
 from trueup.execute.crashpoints import reach
 from trueup.execute.executor import Executor, RunResult
 from trueup.execute.gates import ConfirmationRequired, needs_confirmation
@@ -116,7 +116,8 @@ class OrgEngine:
         self, path: Path, force: Iterable[str] = (), permission: str | None = "plan"
     ) -> OrgPrepared:
         """Load, read the org's scope at every provider, plan. Changes nothing remote."""
-        org = load_org(path, self.settings.data / "cache" / "orgs")
+        with user_paths(str(path)):
+            org = load_org(path, self.settings.data / "cache" / "orgs")
         target = org_target(org)
         if permission is not None:
             self.base.gates(target, _EVENT[permission]).authorize(permission)

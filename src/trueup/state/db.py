@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 from trueup.errors import UsageError
 from trueup.redact import register_url
@@ -22,6 +22,8 @@ from trueup.redact import register_url
 Row = tuple[Any, ...]
 Params = Mapping[str, Any]
 
+# Matched as text: urllib refuses a malformed URL (a stray "[") before its scheme is known.
+_POSTGRES = re.compile(r"postgres(ql)?(\+psycopg)?://", re.IGNORECASE)
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
@@ -83,7 +85,7 @@ class Database:
             self.dialect = "sqlite"
             self._sqlite = _open_sqlite(path)
             self._pg: Any = None
-        elif urlparse(url).scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        elif _POSTGRES.match(url):
             import psycopg
 
             self.dialect = "postgresql"
@@ -92,6 +94,12 @@ class Database:
             except psycopg.OperationalError as exc:
                 raise UsageError(
                     f"cannot connect to the state database {redact_url(url)}: {exc}".strip()
+                ) from None
+            except psycopg.ProgrammingError as exc:  # libpq could not parse it
+                reason = _password_hidden(str(exc).strip(), url)
+                raise UsageError(
+                    f"the state URL {redact_url(url)} is not a valid PostgreSQL URL: {reason}",
+                    hint="check --state / TRUEUP_STATE: postgresql://USER@HOST:PORT/DB",
                 ) from None
         else:
             raise UsageError(
@@ -202,6 +210,13 @@ def _raise_unique(exc: Exception) -> None:
     if getattr(exc, "sqlstate", None) == "23505":
         diag = getattr(exc, "diag", None)
         raise UniqueViolation(getattr(diag, "constraint_name", None)) from exc
+
+
+def _password_hidden(text: str, url: str) -> str:
+    """``text`` (libpq quotes what it could not parse) without the URL's password."""
+    text = text.replace(_libpq_url(url), redact_url(url))
+    password = re.match(r"[^:]*://[^:/@]+:([^@]*)@", url)
+    return text.replace(password[1], "[REDACTED]") if password and password[1] else text
 
 
 def _libpq_url(url: str) -> str:

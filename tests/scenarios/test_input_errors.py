@@ -1,0 +1,101 @@
+"""Mistakes in what a user names (paths, URLs, saved plans) are usage errors.
+
+Each is refused with exit 2 and a message naming what is wrong and where,
+never as an "internal error" (exit 1), and nothing is changed.
+"""
+
+from __future__ import annotations
+
+import json
+
+from world import Result, World
+
+ONE_FILE = """
+[profile]
+id = "p"
+name = "P"
+
+[[resource]]
+id = "a"
+kind = "file"
+target = "x"
+content = "c"
+"""
+
+
+def refused(result: Result, *named: str) -> None:
+    assert result.code == 2, (result.code, result.err)
+    assert "internal error" not in result.err and "Traceback" not in result.err
+    for text in named:
+        assert text in result.err, result.err
+
+
+def test_a_profile_path_through_a_file_is_a_usage_error(world: World) -> None:
+    (world.base / "afile").write_text("")
+    path = str(world.base / "afile" / "p.toml")
+    refused(world.run("plan", path, "--root", str(world.root)), path, "Not a directory")
+
+
+def test_a_profile_name_too_long_is_a_usage_error(world: World) -> None:
+    path = str(world.profiles / ("a" * 300 + ".toml"))
+    refused(world.run("plan", path, "--root", str(world.root)), "too long")
+
+
+def test_an_org_file_path_through_a_file_is_a_usage_error(world: World) -> None:
+    (world.base / "afile").write_text("")
+    path = str(world.base / "afile" / "org.toml")
+    refused(world.run("org", "plan", path), path, "Not a directory")
+
+
+def test_a_target_too_long_for_the_file_system_names_the_resource_and_field(
+    world: World,
+) -> None:
+    target = "/".join(["d" * 250] * 20) + "/f"
+    profile = {
+        "profile": {"id": "p", "name": "P"},
+        "resource": [{"id": "a", "kind": "file", "target": target, "content": "x"}],
+    }
+    path = world.write("p.json", json.dumps(profile))
+    result = world.run("plan", str(path), "--root", str(world.root))
+    refused(result, f"{path}: resource 'a': field 'target'", "too long for the file system")
+    assert len(result.err) < 600  # the path is named by its ends, not printed whole
+
+
+def test_a_malformed_postgresql_url_is_a_usage_error_without_its_password(
+    world: World,
+) -> None:
+    result = world.run("status", "--state", "postgresql://u:hunter2@[bad/db")
+    refused(result, "not a valid PostgreSQL URL")
+    assert "hunter2" not in result.err
+
+
+def test_a_saved_plan_without_its_digest_is_not_a_saved_plan(world: World) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    saved = world.base / "plan.json"
+    assert world.run("plan", profile, "--root", str(world.root), "-o", str(saved)).code == 0
+    document = json.loads(saved.read_text())
+    del document["digest"]
+    saved.write_text(json.dumps(document))
+    refused(world.run("apply", str(saved), "--yes"), "not a trueup saved plan", "'digest'")
+    assert not world.target("x").exists()
+
+
+def test_a_data_folder_that_is_a_file_is_a_usage_error(world: World) -> None:
+    datafile = world.base / "datafile"
+    datafile.write_text("")
+    result = world.run("status", env={"TRUEUP_DATA": str(datafile)})
+    refused(result, f"{datafile} is not a folder", "TRUEUP_DATA")
+    migrate = world.run("state", "migrate", env={"TRUEUP_DATA": str(datafile)})
+    refused(migrate, f"{datafile} is not a folder")
+
+
+def test_state_migrate_creates_a_fresh_data_folder_like_every_command(world: World) -> None:
+    fresh = world.base / "fresh" / "data"
+    result = world.run("state", "migrate", env={"TRUEUP_DATA": str(fresh)})
+    assert result.code == 0, result.err
+    assert (fresh / "state.db").is_file()
+
+
+def test_a_source_name_too_long_names_the_profile(world: World) -> None:
+    path = world.write("p.toml", ONE_FILE.replace('content = "c"', f'source = "{"s" * 300}"'))
+    refused(world.run("plan", str(path), "--root", str(world.root)), f"{path}: ", "too long")
