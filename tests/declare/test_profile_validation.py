@@ -121,6 +121,10 @@ BAD = {
         ),
         ["resource 'one'", "section marker"],
     ),
+    "an empty link": (
+        GOOD.replace('content = "1"', 'link = ""'),
+        ["resource 'one'", "field 'link'", "at least 1 character"],
+    ),
     "a string for a boolean": (
         GOOD.replace('content = "1"', 'content = "1"\nexecutable = "yes"'),
         ["resource 'one'", "field 'executable'", "boolean"],

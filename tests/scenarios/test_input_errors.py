@@ -99,3 +99,10 @@ def test_state_migrate_creates_a_fresh_data_folder_like_every_command(world: Wor
 def test_a_source_name_too_long_names_the_profile(world: World) -> None:
     path = world.write("p.toml", ONE_FILE.replace('content = "c"', f'source = "{"s" * 300}"'))
     refused(world.run("plan", str(path), "--root", str(world.root)), f"{path}: ", "too long")
+
+
+def test_an_empty_root_is_refused_not_taken_as_the_current_folder(world: World) -> None:
+    profile = str(world.write("p.toml", ONE_FILE))
+    result = world.run("apply", profile, "--root", "", "--yes")
+    refused(result, "--root", "not be empty")
+    assert not (world.base / "x").exists()

@@ -31,9 +31,27 @@ StateOpt = Annotated[
         "--state", envvar="TRUEUP_STATE", help="State store URL (sqlite:///… or postgresql://…)."
     ),
 ]
+
+
+def _folder(value: str) -> Path:
+    """A path that must not be empty: ``--root ""`` (an unset ``$ROOT``) is a mistake.
+
+    ``Path("")`` is the current directory, so converted it could no longer be told
+    apart from ``--root .``, and apply would write wherever it was started.
+    """
+    if not value:
+        raise typer.BadParameter("must name a folder, not be empty")
+    return Path(value)
+
+
 RootOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--root", help="Apply targets under this folder (default: your home)."),
+    typer.Option(
+        "--root",
+        parser=_folder,
+        metavar="PATH",
+        help="Apply targets under this folder (default: your home).",
+    ),
 ]
 OverwriteOpt = Annotated[
     Optional[list[str]],  # noqa: UP045

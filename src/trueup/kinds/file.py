@@ -45,14 +45,15 @@ _HTML_SUFFIXES = (".md", ".markdown", ".mdc", ".html", ".htm", ".xml")
 @cache
 def file_fields() -> type[BaseModel]:
     """Built on first use: a warm no-op plan never imports pydantic."""
-    from pydantic import BaseModel, ConfigDict, model_validator
+    from pydantic import BaseModel, ConfigDict, Field, model_validator
 
     class FileFields(BaseModel):
         model_config = ConfigDict(extra="forbid", strict=True)
 
         content: str | None = None
         source: str | None = None
-        link: str | None = None
+        # No file system makes a link to nothing: refused here, not by a failed apply.
+        link: str | None = Field(default=None, min_length=1)
         executable: bool = False
 
         @model_validator(mode="after")
@@ -143,6 +144,8 @@ class FileKind(Kind):
     def plain_fields(self, fields: Mapping[str, Any]) -> dict[str, Any] | None:
         found = checked(fields, _PLAIN)
         if found is None or sum(found[n] is not None for n in _ORIGINS) != 1:
+            return None
+        if found["link"] == "":  # pydantic words the error
             return None
         return {k: v for k, v in found.items() if v is not None}
 
