@@ -159,6 +159,29 @@ def test_json_and_yaml_carry_the_same_model(tmp_path: Path) -> None:
     assert run(tmp_path, as_yaml, "p.yaml").returncode == 0
 
 
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (
+            '{"profile": {"id": "p", "name": "P"}, "resource": [{"id": "one", "kind": "file",'
+            ' "target": "a/one.txt", "content": "1", "target": "b.txt"}]}',
+            "key 'target' is given twice in resource[0]",
+        ),
+        (
+            '{"profile": {"id": "p", "name": "P", "id": "q"}, "resource": []}',
+            "key 'id' is given twice in profile",
+        ),
+    ],
+)
+def test_a_json_key_given_twice_is_refused_like_in_toml_and_yaml(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    result = run(tmp_path, text, "p.json")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{tmp_path / 'p.json'}: not valid json: {words}" in result.stderr
+    assert not (tmp_path / "root" / "b.txt").exists()
+
+
 def test_schema_lists_every_kind_and_policy() -> None:
     done = subprocess.run([TRUEUP, "schema", "profile"], capture_output=True, text=True, check=True)
     schema = json.loads(done.stdout)

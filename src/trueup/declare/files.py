@@ -21,7 +21,7 @@ def read_document(path: Path) -> dict[str, Any]:
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
-            data = json.loads(raw)
+            data = _load_json(raw)
         elif suffix in (".yaml", ".yml"):
             from ruamel.yaml import YAML
 
@@ -44,6 +44,60 @@ def read_document(path: Path) -> dict[str, Any]:
                 hint="write the character itself, or its full pair of escapes",
             ) from None
     return data
+
+
+class _Repeated(dict[str, Any]):
+    """A JSON object that gave ``key`` more than once (json keeps the last silently)."""
+
+    key: str
+
+
+def _load_json(raw: bytes) -> Any:
+    """JSON that refuses a key given twice in one object, as TOML and YAML do.
+
+    Otherwise the last value silently wins, and a declaration means something
+    other than what its reader sees. Objects are only checked as they are
+    built; where the repeated key is (a path like ``resource[0]``) is looked
+    for only once one was found.
+    """
+    repeated = False
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeated
+        found = dict(pairs)
+        if len(found) == len(pairs):
+            return found
+        marked, seen = _Repeated(found), set[str]()
+        for key, _ in pairs:
+            if key in seen:
+                marked.key = key
+                break
+            seen.add(key)
+        repeated = True
+        return marked
+
+    data = json.loads(raw, object_pairs_hook=unique)
+    if repeated:
+        where, key = _first_repeated(data, "")
+        raise ValueError(f"key {key!r} is given twice in {where or 'the top-level object'}")
+    return data
+
+
+def _first_repeated(value: Any, where: str) -> tuple[str, str]:
+    """The path to the first object (in document order) with a repeated key, and the key."""
+    if isinstance(value, _Repeated):
+        return where, value.key
+    if isinstance(value, dict):
+        children = [(f"{where}.{k}" if where else k, v) for k, v in value.items()]
+    elif isinstance(value, list):
+        children = [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return where, ""
+    for inner, child in children:
+        found = _first_repeated(child, inner)
+        if found[1]:
+            return found
+    return where, ""
 
 
 def _one_line(exc: Exception) -> str:
