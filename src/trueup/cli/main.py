@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import click
 import typer
 
 from trueup import __version__
@@ -100,7 +101,7 @@ def _run(out: Output, body: Callable[[], int]) -> None:
         code = body()
     except TrueupError as exc:
         code = out.error(exc)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, click.exceptions.Abort):  # Ctrl-C, or Ctrl-C/EOF at a prompt
         code = out.error(UsageError("cancelled; nothing was changed"))
     except Exception as exc:
         if os.environ.get("TRUEUP_DEBUG"):
@@ -247,11 +248,9 @@ def apply(
         risky = needs_confirmation(expected.actions)
         if risky and typed is None and not no_input and sys.stdin.isatty():
             paused = True
-            typed = typer.prompt(
+            typed = out.ask(
                 f"This plan destroys or migrates data. Type the target's name "
-                f"({expected.target.name}) to confirm",
-                default="",
-                show_default=False,
+                f"({expected.target.name}) to confirm"
             )
         if not (yes or no_input or typed is not None):  # queued or not, a person agrees first
             if not sys.stdin.isatty():
@@ -260,8 +259,10 @@ def apply(
                     hint="review the plan, then rerun with --yes (or --no-input for timers)",
                 )
             paused = True
-            if not typer.confirm(f"Apply {len(expected.changes)} change(s)?", default=False):
-                out.print("nothing was changed")
+            if not out.confirm(f"Apply {len(expected.changes)} change(s)?"):
+                out.report(
+                    "nothing was changed", {"plan": _plan_json(expected), "run": None}, "declined"
+                )
                 return int(ExitCode.OK)
         if queue:
             from trueup.execute.queued_apply import enqueue_apply
@@ -434,7 +435,6 @@ def run() -> None:
     if "--json" not in sys.argv[1:]:
         app()
         return
-    import click
 
     try:
         code = app(standalone_mode=False)

@@ -128,11 +128,9 @@ def org_apply(
             typed = confirm
             interactive = not no_input and sys.stdin.isatty()
             if needs_confirmation(expected.actions) and typed is None and interactive:
-                typed = typer.prompt(
+                typed = out.ask(
                     f"This plan destroys or migrates data. Type the org's name "
-                    f"({expected.target.name}) to confirm",
-                    default="",
-                    show_default=False,
+                    f"({expected.target.name}) to confirm"
                 )
             if expected.changes and not (yes or no_input or typed is not None):
                 if not interactive:
@@ -140,8 +138,9 @@ def org_apply(
                         "refusing to apply without confirmation: no terminal to ask on",
                         hint="review the plan, then rerun with --yes (or --confirm NAME)",
                     )
-                if not typer.confirm(f"Apply {len(expected.changes)} change(s)?", default=False):
-                    out.print("nothing was changed")
+                if not out.confirm(f"Apply {len(expected.changes)} change(s)?"):
+                    data = {**_plan_json(prepared, expected), "apply": None}
+                    out.report("nothing was changed", data, "declined")
                     return int(ExitCode.OK)
             result = engine.apply(prepared, expected, typed)
             if json_out:

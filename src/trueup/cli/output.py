@@ -72,6 +72,19 @@ class Output:
         if not self.json_mode:
             self.console.print(*(_scrub(p) for p in parts))
 
+    def confirm(self, question: str) -> bool:
+        """Ask yes/no on stderr: stdout carries only the plan, or the JSON envelope."""
+        import typer
+
+        return typer.confirm(question, default=False, err=True)
+
+    def ask(self, question: str) -> str:
+        """Ask for a typed answer on stderr (as ``confirm``); empty when none is given."""
+        import typer
+
+        answer: str = typer.prompt(question, default="", show_default=False, err=True)
+        return answer
+
     def error(self, error: TrueupError) -> int:
         code = int(error.exit_code)
         if self.json_mode:
