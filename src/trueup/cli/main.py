@@ -12,7 +12,7 @@ import click
 import typer
 
 from trueup import __version__
-from trueup.cli.output import Output
+from trueup.cli.output import Output, stdout_closed
 from trueup.errors import ExitCode, TrueupError, UsageError
 
 app = typer.Typer(
@@ -99,6 +99,9 @@ def _run(out: Output, body: Callable[[], int]) -> None:
     """Run a command body; user mistakes exit with their code and no traceback."""
     try:
         code = body()
+        sys.stdout.flush()  # a reader gone (| head) is noticed here, not at exit
+    except BrokenPipeError:
+        stdout_closed()
     except TrueupError as exc:
         code = out.error(exc)
     except (KeyboardInterrupt, click.exceptions.Abort):  # Ctrl-C, or Ctrl-C/EOF at a prompt

@@ -7,10 +7,11 @@ string that leaves passes through redaction.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from trueup.errors import ExitCode, TrueupError
 from trueup.redact import redact, redact_message
@@ -21,6 +22,20 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 ENVELOPE_SCHEMA = "trueup.cli/1"
+#: What a shell reports for a writer killed by SIGPIPE (128 + 13): the
+#: conventional end of ``trueup plan | head``, and not 1, which means a bug.
+CLOSED_PIPE_EXIT = 141
+
+
+def stdout_closed() -> NoReturn:
+    """End quietly once the reader of stdout has gone (``| head``).
+
+    Nothing is left to say to anyone; stdout is pointed at /dev/null so that
+    flushing it at exit does not fail once more (the Python docs' note on SIGPIPE).
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(CLOSED_PIPE_EXIT)
 
 
 @dataclass
@@ -36,6 +51,7 @@ class Output:
             from rich.console import Console
 
             self._console = Console(highlight=False, soft_wrap=True)
+            self._console.on_broken_pipe = stdout_closed  # type: ignore[method-assign]
         return self._console
 
     @property
