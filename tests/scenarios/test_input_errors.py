@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from world import Result, World
 
 ONE_FILE = """
@@ -106,3 +107,17 @@ def test_an_empty_root_is_refused_not_taken_as_the_current_folder(world: World) 
     result = world.run("apply", profile, "--root", "", "--yes")
     refused(result, "--root", "not be empty")
     assert not (world.base / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--port-base", "70000"], "--port-base"),
+        (["--host", "256.1.1.1"], "cannot listen on 256.1.1.1"),
+    ],
+)
+def test_fakes_serve_refuses_a_port_or_host_it_cannot_use(
+    world: World, args: list[str], words: str
+) -> None:
+    result = world.run("fakes", "serve", *args, timeout=60)
+    refused(result, words)

@@ -25,7 +25,13 @@ def serve(
         typer.Option("--state-dir", help="Keep the fakes' state in JSON files here."),
     ] = None,
     port_base: Annotated[
-        int, typer.Option("--port-base", help="Cloudflare on N, Coolify N+1, ZITADEL N+2.")
+        int,
+        typer.Option(
+            "--port-base",
+            min=0,
+            max=65535 - 2,  # ZITADEL listens on N+2
+            help="Cloudflare on N, Coolify N+1, ZITADEL N+2 (0: any free ports).",
+        ),
     ] = 0,
     zone: Annotated[
         Optional[list[str]],  # noqa: UP045
@@ -37,6 +43,13 @@ def serve(
     from trueup.testing.servers import FakeProviders, _shutdown_signals
 
     fakes = FakeProviders(state_dir=state_dir, host=host, port_base=port_base)
+    try:
+        fakes.start()
+    except OSError as exc:  # an unknown host, a port in use or not ours: the user's to fix
+        raise typer.BadParameter(
+            f"cannot listen on {host} (port base {port_base}): {exc.strerror or exc}",
+            param_hint="'--host' / '--port-base'",
+        ) from None
     with _shutdown_signals() as wait_for_signal, fakes:
         for name in zone or []:
             fakes.cloudflare.add_zone(name)
