@@ -172,6 +172,8 @@ def test_version_and_help(world: World) -> None:
         result = world.run(command, "--help")
         assert result.code == 0
         assert "Usage" in result.out
+    # An argument's help is shown with it: apply takes a saved plan too.
+    assert "plan saved with plan -o" in world.run("apply", "--help", env={"COLUMNS": "200"}).out
 
 
 def age(base: Path) -> None:
