@@ -591,6 +591,25 @@ def test_a_signal_while_a_run_finishes_leaves_it_for_recover(world: World, sig: 
     assert world.run("recover").code == 0
 
 
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_a_run_records_its_end_waits_until_it_is_recorded(
+    world: World, sig: str
+) -> None:
+    profile = world.write("m.toml", MOVABLE.format(target="a.txt"))
+    stopped = world.run(
+        "apply",
+        str(profile),
+        "--root",
+        str(world.root),
+        "--yes",
+        env={"TRUEUP_CRASH_AT": f"material-discarded:1:{sig}"},
+    )
+    assert stopped.code == 7 and "nothing is left to recover" in stopped.err, stopped.err
+    assert not [p for p in (world.data / "rollback").rglob("*") if p.is_file()]
+    status = world.run("status", "--json")
+    assert status.json["data"]["blocked_runs"] == [], "the run was recorded as finished"
+
+
 def test_status_tells_a_failed_last_run_even_when_it_was_the_first(world: World) -> None:
     root = str(world.root)
     failing = ONE_FILE_A + 'verify = { command = ["false"] }\n'

@@ -21,6 +21,7 @@ BOUNDARIES = (
     "mutated",
     "journal-succeeded",
     "run-finishing",
+    "material-discarded",
 )
 
 

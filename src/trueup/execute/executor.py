@@ -25,6 +25,7 @@ stay, the failing one is marked failed, and applying again resumes.
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -119,6 +120,30 @@ def signals_interrupt(
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block is done, then deliver them.
+
+    For short steps that must not stop half-way: a run marked finished whose
+    rollback material is left half-deleted has nobody left to clean it up.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {
+        signum: signal.signal(signum, lambda n, _f: caught.append(n))
+        for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if caught:
+            signal.raise_signal(caught[0])
 
 
 class Executor:
@@ -436,12 +461,17 @@ class Executor:
     def _finish(self, outcome: Outcome, message: str) -> RunResult:
         reach("run-finishing")
         status = "interrupted" if outcome is Outcome.INTERRUPTED else "finished"
-        if self.finish_run:
-            self.store.set_run_status(self.run.id, status, outcome.value, message)
-        else:
-            self.store.event(self.run.id, "run.executed", {"outcome": outcome.value})
-        if outcome is not Outcome.INTERRUPTED:
-            self.rollback.discard()
+        # Material first: a run killed between the two is still unfinished, and
+        # recover finds nothing in flight; the other way round, nobody would
+        # ever remove it. A signal waits until both are done.
+        with signals_deferred():
+            if outcome is not Outcome.INTERRUPTED:
+                self.rollback.discard()
+                reach("material-discarded")
+            if self.finish_run:
+                self.store.set_run_status(self.run.id, status, outcome.value, message)
+            else:
+                self.store.event(self.run.id, "run.executed", {"outcome": outcome.value})
         self.results.sort(key=lambda r: r.seq)
         return RunResult(self.run.id, outcome, self.results, message)
 
