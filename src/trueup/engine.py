@@ -455,9 +455,14 @@ class Engine:
         gates = self.gates(run.target, "run.recovered", run.plan_digest)
         gates.authorize("apply")
         try:
-            result = self._recover(run, progress)
+            # A signal outside an action ends the recovery as it ends an apply:
+            # the run is left interrupted, for another recover.
+            with signals_interrupt(KeyboardInterrupt):
+                result = self._recover(run, progress)
         except ConflictError as exc:  # its holder is still alive: refused, and recorded
             raise gates.refuse(exc) from None
+        except KeyboardInterrupt:
+            raise self._interrupted_outside_actions(run) from None
         self._audit_applied(run.target, run.plan_digest or "", result, "run.recovered")
         return result
 
