@@ -266,6 +266,42 @@ def test_a_declared_table_that_drops_a_persons_key_says_so_and_asks(machine: Mac
     assert action.destroys and "drops a.z" in action.summary
 
 
+@pytest.mark.parametrize(
+    ("target", "before", "declared", "drops"),
+    [
+        ("c/config.toml", "[a]\n# mine\ny = 1\nz = 2\n", 'a = "none"', "a.y, a.z"),
+        ("c/config.toml", "[a]\ny = 1\n", "a = [1, 2]", "a.y"),
+        ("c/config.toml", '[[a]]\nname = "x"\n[[a]]\nname = "y"\n', 'a = "none"', "a "),
+        ("c/config.toml", '[[a]]\nname = "x"\n', "a = { b = 1 }", "a "),
+        ("c/settings.json", '{"a": {"y": 1, "z": {"w": 2}}}\n', "a = 0", "a.y, a.z.w"),
+        ("c/app.yaml", "a:\n  y: 1\n", "a = [1]", "a.y"),
+    ],
+)
+def test_a_declared_value_that_takes_the_place_of_a_persons_table_says_so_and_asks(
+    machine: Machine, target: str, before: str, declared: str, drops: str
+) -> None:
+    machine.put(target, before)
+    action = machine.action(config(target, declared), "c")
+    assert action.type is T.WRITE_CONFIG
+    assert action.destroys, "the person's keys go: the typed confirmation is asked for"
+    assert f"which drops {drops}" in action.summary + " "
+
+
+def test_a_plain_list_replaced_by_a_declared_value_is_an_update_not_a_loss(
+    machine: Machine,
+) -> None:
+    machine.put("c/config.toml", "a = [1, 2]\n")
+    action = machine.action(config("c/config.toml", "a = [3]"), "c")
+    assert action.type is T.WRITE_CONFIG and not action.destroys
+
+
+def test_a_table_trueup_set_may_become_a_plain_value_without_asking(machine: Machine) -> None:
+    machine.put("c/config.toml", "keep = 1\n")
+    machine.converge(config("c/config.toml", "a = { y = 1 }"))
+    action = machine.action(config("c/config.toml", 'a = "none"'), "c")
+    assert action.type is T.WRITE_CONFIG and not action.destroys
+
+
 @pytest.mark.parametrize("made_by_trueup", [False, True])
 def test_a_table_trueup_made_stays_when_a_person_wrote_a_comment_in_it(
     machine: Machine, made_by_trueup: bool

@@ -345,11 +345,10 @@ class ConfigKind(Kind):
             )
         parts = [f"set {len(changes)}"] if changes else []
         parts += [f"remove {len(unset) + len(extra)}"] if unset or extra else []
-        if theirs:
-            parts.append(f"which drops {', '.join(theirs)} (declared tables are set whole)")
+        drops = f", which drops {', '.join(theirs)} (a declared key is set whole)" if theirs else ""
         return Decision(
             ActionType.WRITE_CONFIG,
-            f"{', '.join(parts)} key(s)",
+            f"{', '.join(parts)} key(s){drops}",
             payload,
             # Keys trueup never set are data it cannot give back.
             destroys=bool(extra or theirs),
@@ -507,21 +506,29 @@ def _inside(key: str, declared: str) -> bool:
 def _replaced_keys(
     flat: Mapping[str, Any], changes: Mapping[str, Any], owned: Mapping[str, str]
 ) -> list[str]:
-    """Live keys a declared table value replaces that trueup never set."""
+    """Live keys trueup never set that a declared value replaces, so they are lost.
+
+    A declared key is set whole: a table keeps only the keys it declares, and a
+    plain value or a list takes the place of a whole live table. A live list of
+    tables (a TOML array of tables) is the person's tables too, not one value.
+    """
     gone = []
     for key, value in changes.items():
-        if not isinstance(value, Mapping):
-            continue
-        kept = set(flatten(value, parse_key_path(key)))
-        prefix = _spelt(key) + "."
+        kept = set(flatten(value, parse_key_path(key))) if isinstance(value, Mapping) else set()
+        spelt = _spelt(key)
         gone += [
             k
             for k in flat
-            if k.startswith(prefix)
+            if (k.startswith(spelt + ".") or (k == spelt and _holds_tables(flat[k])))
             and k not in kept
             and not any(k == o or _inside(k, o) for o in owned)
         ]
     return sorted(gone)
+
+
+def _holds_tables(value: object) -> bool:
+    """Whether a live value is a list of tables (a TOML array of tables, say)."""
+    return isinstance(value, list) and any(isinstance(item, Mapping) for item in value)
 
 
 def _same(live: object, declared: object) -> bool:
