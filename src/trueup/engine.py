@@ -667,12 +667,12 @@ def unplanned(plan: Plan, journaled: Sequence[RunAction]) -> list[str]:
     seen = {a.action.resource_id: a.observed for a in journaled if a.observed is not None}
     surprises = []
     for action in plan.actions:
-        if not action.type.applies:
+        if not action.changes_target:  # verifying or forgetting overwrites nobody's work
             continue
         rid = action.resource_id
         if (rid, action.type, action.summary) not in planned:
             surprises.append(f"{rid}: {action.summary}")
-        elif action.changes_target and rid in seen and plan.observed.get(rid) != seen[rid]:
+        elif rid in seen and plan.observed.get(rid) != seen[rid]:
             surprises.append(f"{rid}: its target changed after the run planned to {action.summary}")
     return surprises
 

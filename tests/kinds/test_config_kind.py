@@ -238,6 +238,22 @@ def test_a_declared_key_already_there_is_never_trueups_to_remove(machine: Machin
     assert 'model = "gpt-5"  # set by the person' in machine.path(target).read_text()
 
 
+def test_keys_all_found_as_declared_at_first_apply_are_watched_for_drift(
+    machine: Machine,
+) -> None:
+    target = "c/config.toml"
+    machine.put(target, 'model = "gpt-5"  # set by the person\n')
+    body = config(target, '"model" = "gpt-5"')
+    assert machine.action(body, "c").type is T.VERIFY_ONLY, "recorded, though nothing is written"
+    machine.converge(body)
+    assert machine.path(target).read_text() == 'model = "gpt-5"  # set by the person\n'
+    machine.put(target, 'model = "mine"  # set by the person\n')
+    assert machine.action(body, "c").type is T.DRIFT_CONFLICT, "a later edit is not overwritten"
+    machine.put(target, 'model = "gpt-5"  # set by the person\n')
+    machine.converge(OTHER)
+    assert machine.load(target) == {"model": "gpt-5"}, "never trueup's to remove"
+
+
 def test_a_key_moved_into_the_overlay_is_released_even_when_nothing_else_changes(
     machine: Machine,
 ) -> None:

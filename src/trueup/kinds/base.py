@@ -147,8 +147,9 @@ class Kind:
     def unrecorded(self, resource: Resource, observed: Observed) -> Decision | None:
         """A target already as declared that trueup has no record of: take it over?
 
-        ``None`` (the default, for local kinds) leaves it unrecorded: trueup did
-        not write it, so it never becomes trueup's to remove.
+        ``None`` (the default, for most local kinds) leaves it unrecorded: trueup
+        did not write it, so it never becomes trueup's to remove. A kind that can
+        record it as found, and still never remove it (config keys), may.
         """
         return None
 

@@ -354,6 +354,18 @@ class ConfigKind(Kind):
             destroys=bool(extra or theirs),
         )
 
+    def unrecorded(self, resource: Resource, observed: Observed) -> Decision | None:
+        """Declared keys found as declared are recorded as the person's (``foreign``).
+
+        As when another key needed writing: a later change to one of them is
+        drift, not an update over it, and none ever becomes trueup's to remove.
+        """
+        return Decision(
+            ActionType.VERIFY_ONLY,
+            "up to date; the keys found as declared are watched for drift from now on",
+            {"foreign": sorted(resource.spec["keys"])},
+        )
+
     # -- execute ------------------------------------------------------------
     def _new_text(self, action: Action, resource: Resource, fs: ReadOnlyFS, path: Path) -> str:
         try:
