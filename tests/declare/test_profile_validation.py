@@ -115,6 +115,21 @@ BAD = {
         'target = "c.toml"\nkeys = { ratio = nan }\n',
         ["resource 'c'", "field 'keys'"],
     ),
+    "a config key path too deep": (
+        '[profile]\nid = "p"\nname = "P"\n[[resource]]\nid = "c"\nkind = "config"\n'
+        f'target = "c.toml"\nkeys = {{ "{".".join(["k"] * 1000)}" = 1 }}\n',
+        ["resource 'c'", "field 'keys'", "1000 segments; at most 64"],
+    ),
+    "a config overlay path too deep": (
+        '[profile]\nid = "p"\nname = "P"\n[[resource]]\nid = "c"\nkind = "config"\n'
+        f'target = "c.json"\nkeys = {{ a = 1 }}\noverlay = ["{".".join(["k"] * 65)}"]\n',
+        ["resource 'c'", "field 'overlay'", "65 segments"],
+    ),
+    "a config value that nests its key too deep": (
+        '[profile]\nid = "p"\nname = "P"\n[[resource]]\nid = "c"\nkind = "config"\n'
+        f'target = "c.yaml"\nkeys = {{ "a.b" = {"{ k = " * 63}1{" }" * 63} }}\n',
+        ["resource 'c'", "field 'keys'", "key 'a.b'", "more than 64 levels deep"],
+    ),
     "an append-local section holding a marker": (
         GOOD.replace(
             'content = "1"', 'content = "x\\n# trueup:end one\\n"\npolicy = "append-local"'
@@ -345,6 +360,32 @@ AGREEMENT = {
     ),
     "an empty key segment": (
         {"id": "c", "kind": "config", "target": "c.json", "keys": {"a..b": 1}},
+        False,
+    ),
+    "the deepest key path": (
+        {"id": "c", "kind": "config", "target": "c.json", "keys": {".".join(["k"] * 64): 1}},
+        True,
+    ),
+    "a key path too deep": (
+        {"id": "c", "kind": "config", "target": "c.json", "keys": {".".join(["k"] * 65): 1}},
+        False,
+    ),
+    "an overlay path too deep": (
+        {
+            "id": "c",
+            "kind": "config",
+            "target": "c.json",
+            "keys": {"a": 1},
+            "overlay": [".".join(["k"] * 65)],
+        },
+        False,
+    ),
+    "quoted segments holding dots": (
+        {"id": "c", "kind": "config", "target": "c.json", "keys": {'a."b.c".d': 1}},
+        True,
+    ),
+    "a reserved segment": (
+        {"id": "c", "kind": "config", "target": "c.json", "keys": {"a.__proto__": 1}},
         False,
     ),
 }

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from trueup import kinds
 from trueup.declare.models import CommonFields, ProfileMeta
 from trueup.errors import UsageError
+from trueup.kinds.formats import MAX_KEY_DEPTH, RESERVED_SEGMENTS
 
 
 def _resource_model(name: str) -> type[BaseModel]:
@@ -46,7 +47,12 @@ def profile_schema() -> dict[str, Any]:
 # kind's one origin, key paths), spelt for editors. JSON Schema's regexes are
 # ECMA 262: lookaheads are fine there, though pydantic's own validator lacks them.
 _TARGET = r"^(?![/\\])(?![A-Za-z]:)(?!(?:.*[/\\])?\.\.(?:[/\\]|$))(?=.*[^/.\s])[^*?\[\]\x00]+$"
-_KEY_PATH = r"^(?!\.)(?!.*\.\.)(?!.*\.$).+$"
+# A key path (formats.parse_key_path): segments, bare or in double quotes (where
+# dots, quotes and backslashes may appear), none empty, reserved or holding NUL,
+# at most MAX_KEY_DEPTH of them.
+_RESERVED = '(?!"?(?:' + "|".join(sorted(RESERVED_SEGMENTS)) + ')"?(?:\\.|$))'
+_SEGMENT = _RESERVED + r'(?:"(?:[^"\\\x00]|\\["\\])+"|[^."\s\x00](?:[^."\x00]*[^."\s\x00])?)'
+_KEY_PATH = rf"^{_SEGMENT}(?:\.{_SEGMENT}){{0,{MAX_KEY_DEPTH - 1}}}$"
 
 
 def _with_rules_pydantic_cannot_spell(schema: dict[str, Any]) -> dict[str, Any]:
@@ -60,6 +66,7 @@ def _with_rules_pydantic_cannot_spell(schema: dict[str, Any]) -> dict[str, Any]:
             model["then"] = {"properties": {"policy": {"not": {"const": "append-local"}}}}
         if name == "ConfigResource":
             model["properties"]["keys"]["propertyNames"] = {"pattern": _KEY_PATH}
+            model["properties"]["overlay"]["items"]["pattern"] = _KEY_PATH
     return schema
 
 

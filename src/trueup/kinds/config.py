@@ -10,6 +10,7 @@ holds what trueup wrote. replace makes the file exactly the declared keys
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -30,6 +31,7 @@ from trueup.kinds.base import (
 )
 from trueup.kinds.content import text_diff
 from trueup.kinds.formats import (
+    MAX_KEY_DEPTH,
     MISSING,
     ConfigError,
     KeyPathError,
@@ -103,6 +105,29 @@ def _storable(resource: Resource, fmt: str) -> None:
                 f"field 'keys': key {key!r}: TOML has no null value",
                 hint="leave the key out, or declare the value the tool expects",
             )
+
+
+def _shallow(resource: Resource) -> None:
+    """Refuse a key whose value nests it past ``MAX_KEY_DEPTH`` levels in the file.
+
+    Each format library recurses once per level, in trueup and in the tools that
+    read the file: far past this, writing or reading the file back would crash.
+    """
+    for key, value in resource.spec["keys"].items():
+        if _nests_deeper(value, MAX_KEY_DEPTH - len(parse_key_path(key))):
+            raise UsageError(
+                f"field 'keys': key {reprlib.repr(key)}: its value nests it more than "
+                f"{MAX_KEY_DEPTH} levels deep in the file",
+                hint="declare a flatter value, or the deeper keys as key paths of their own",
+            )
+
+
+def _nests_deeper(value: object, room: int) -> bool:
+    """Whether a table or list inside ``value`` lies more than ``room`` levels down."""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    if not items:
+        return False
+    return room <= 0 or any(_nests_deeper(item, room - 1) for item in items)
 
 
 def _leaves(value: object) -> list[object]:
@@ -192,6 +217,7 @@ class ConfigKind(Kind):
 
     def check(self, resource: Resource) -> None:
         _storable(resource, self._format(resource))
+        _shallow(resource)
 
     @staticmethod
     def _format(resource: Resource) -> str:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from trueup.kinds.formats import (
     FORMATS,
+    MAX_KEY_DEPTH,
     MISSING,
     ConfigError,
     KeyPathError,
@@ -127,6 +128,12 @@ def test_check_key_paths_accepts_disjoint_paths() -> None:
 def test_check_key_paths_errors(paths: list[str], message: str) -> None:
     with pytest.raises(KeyPathError, match=message):
         check_key_paths(paths)
+
+
+def test_a_key_path_is_at_most_max_key_depth_segments_deep() -> None:
+    check_key_paths([".".join(["k"] * MAX_KEY_DEPTH), '"a.b.c"'])
+    with pytest.raises(KeyPathError, match=f"65 segments; at most {MAX_KEY_DEPTH}"):
+        check_key_paths([".".join(["k"] * (MAX_KEY_DEPTH + 1))])
 
 
 def test_overlap_message_names_both_paths() -> None:

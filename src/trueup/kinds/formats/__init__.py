@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import math
+import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from enum import Enum
@@ -24,6 +25,7 @@ from typing import Final, Protocol
 
 __all__ = [
     "FORMATS",
+    "MAX_KEY_DEPTH",
     "MISSING",
     "BaseDocument",
     "ConfigDocument",
@@ -49,6 +51,12 @@ KeyPath = tuple[str, ...]
 FORMATS: Final = ("toml", "json", "yaml")
 
 _EXTENSIONS: Final = {".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
+
+MAX_KEY_DEPTH: Final = 64
+"""The most segments a declared key path may have. Config files are a few levels
+deep; a path far deeper is a mistake, and every format library nests (and
+recurses) once per level, so past a few hundred it would crash instead of
+editing the file."""
 
 RESERVED_SEGMENTS: Final = frozenset({"__proto__", "constructor", "prototype"})
 """Segments refused in declared paths: they are prototype-pollution vectors for the
@@ -233,11 +241,17 @@ def check_key_paths(paths: Iterable[str]) -> None:
 
     Besides each path being valid, no two may be the same key or overlap (``a``
     and ``a.b``): one would silently overwrite the other, and which one wins would
-    depend on the order they are applied in.
+    depend on the order they are applied in. None may be deeper than
+    :data:`MAX_KEY_DEPTH`.
     """
     parsed: dict[KeyPath, str] = {}
     for dotted in paths:
         path = parse_key_path(dotted)
+        if len(path) > MAX_KEY_DEPTH:
+            raise KeyPathError(
+                f"key path {reprlib.repr(dotted)} has {len(path)} segments; "
+                f"at most {MAX_KEY_DEPTH} are allowed"
+            )
         if path in parsed:
             raise KeyPathError(
                 f"key paths {parsed[path]!r} and {dotted!r} name the same key (duplicate)"
