@@ -346,6 +346,22 @@ def test_dates_and_times_in_a_file_are_kept_and_do_not_stop_the_merge(
     assert machine.path(target).read_text() == text.replace("a\n", "b\n", 1).replace('"a"', '"b"')
 
 
+@pytest.mark.parametrize(
+    ("target", "text"),
+    [
+        ("c/config.toml", "timeout = inf  # mine\nratio = nan\nlimits = [1.0, -inf]\n"),
+        ("c/app.yaml", "timeout: .inf  # mine\nratio: .nan\nlimits:\n  low: -.inf\n"),
+    ],
+)
+def test_an_undeclared_nan_or_infinity_is_left_alone_and_blocks_nothing(
+    machine: Machine, target: str, text: str
+) -> None:
+    machine.put(target, text)
+    machine.converge(config(target, '"model" = "b"') + OTHER)
+    assert machine.path(target).read_text().startswith(text)
+    assert machine.path("other.txt").read_text() == "other"
+
+
 def test_a_yaml_file_nested_too_deeply_is_a_person_s_matter_not_a_crash(machine: Machine) -> None:
     deep = "".join("  " * i + f"k{i}:\n" for i in range(300)) + "  " * 300 + "v: 1\n"
     machine.put("c/app.yaml", deep)

@@ -168,6 +168,23 @@ def plain_value(value: object) -> bool:
     return False
 
 
+def _spellable(value: Any) -> Any:
+    """``value`` with each NaN or infinity in it replaced by a stand-in JSON can spell.
+
+    A plan's identity covers what it observed, and canonical JSON has no
+    spelling for them: one in a key the profile does not declare would block
+    the whole profile. A declared key holding one is still refused, by name.
+    The NUL keeps the stand-in from reading as a value anybody would declare.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"\x00{value!r}"
+    if isinstance(value, dict):
+        return {k: _spellable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_spellable(v) for v in value]
+    return value
+
+
 def value_digest(value: object) -> str:
     return digest(canonical_value(value))
 
@@ -242,7 +259,8 @@ class ConfigKind(Kind):
             return Observed(entry.state)
         try:
             doc = self._load(resource, ctx.fs.read_bytes(path).decode("utf-8"))
-            doc.keys_flat()  # walks every level: a file nested too deeply fails here, once
+            # Walks every level: a file nested too deeply fails here, once.
+            flat = _spellable(doc.keys_flat())
         except (ConfigError, UnicodeDecodeError) as exc:
             return Observed("unverifiable", None, {"reason": str(exc)})
         except RecursionError:
@@ -254,11 +272,11 @@ class ConfigKind(Kind):
             key_path = parse_key_path(key)
             value = doc.get(key_path)
             if value is not MISSING:
-                declared[key] = value
+                declared[key] = value  # holding a NaN: refused, naming the resource
             anchor = doc.shared_by(key_path)
             if anchor is not None:
                 shared[key] = anchor
-        detail = {"declared": declared, "flat": doc.keys_flat(), "file_digest": entry.digest}
+        detail = {"declared": declared, "flat": flat, "file_digest": entry.digest}
         return Observed(
             "file", keys_digest(declared), {**detail, "shared": shared} if shared else detail
         )
