@@ -151,6 +151,17 @@ def test_a_key_inside_an_overlay_table_needs_a_person(machine: Machine) -> None:
     assert "overlay conflicts" in action.summary and "permissions.allow" in action.summary
 
 
+@pytest.mark.parametrize("target", ["c/config.toml", "c/settings.json", "c/app.yaml"])
+def test_a_value_trueup_set_makes_way_for_a_table_declared_in_its_place(
+    machine: Machine, target: str
+) -> None:
+    machine.converge(config(target, '"a" = "x"'))
+    machine.converge(config(target, '"a.b" = 1'))
+    assert machine.load(target) == {"a": {"b": 1}}
+    machine.converge(OTHER)
+    assert not machine.path(target).exists(), "the table went with its key, and the file"
+
+
 def test_a_key_under_a_live_value_that_is_not_a_table_needs_a_person(machine: Machine) -> None:
     machine.put("c/s.json", '{"a": "a string"}\n')
     body = config("c/s.json", '"a.b" = 1') + OTHER

@@ -138,14 +138,16 @@ def _leaves(value: object) -> list[object]:
     return [value]
 
 
-def _blocked_keys(declared: Mapping[str, Any], flat: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Declared keys that would go inside a live value that is not a table."""
+def _blocked_keys(
+    declared: Mapping[str, Any], flat: Mapping[str, Any], going: set[str]
+) -> list[tuple[str, str]]:
+    """Declared keys that would go inside a live value that is not a table (nor ``going``)."""
     blocked = []
     for key in sorted(declared):
         path = parse_key_path(key)
         for depth in range(1, len(path)):
             holder = format_key_path(path[:depth])
-            if holder in flat and not isinstance(flat[holder], Mapping):
+            if holder in flat and holder not in going and not isinstance(flat[holder], Mapping):
                 blocked.append((key, holder))
                 break
     return blocked
@@ -315,7 +317,23 @@ class ConfigKind(Kind):
                 f"cannot set {aliased[0]}: it is inside the YAML anchor {shared[aliased[0]]}, "
                 "which other keys share; edit the file by hand",
             )
-        blocked = _blocked_keys(declared, flat)
+        # Declared keys that were already as declared before trueup: never trueup's to
+        # remove, though a change to them is drift like any declared key's.
+        was_foreign = set(applied.detail.get("foreign", ())) if applied else set()
+        # A key moved into the overlay (or under an overlay table) is the machine's
+        # now; one inside a key declared whole is that key's value.
+        dropped = [
+            k
+            for k in owned
+            if k not in declared
+            and k not in was_foreign
+            and not any(paths_overlap(k, o) for o in overlay)
+            and not any(_inside(k, d) for d in declared)
+        ]
+        unset = sorted(k for k in dropped if _owned_value(flat, k, owned[k]))
+        kept = sorted(set(dropped) - set(unset))
+        # A value trueup set and no longer declares makes way for the table now declared.
+        blocked = _blocked_keys(declared, flat, {_spelt(k) for k in unset})
         if blocked:
             key, holder = blocked[0]
             return Decision(
@@ -339,23 +357,8 @@ class ConfigKind(Kind):
                 resource,
             )
         changes = {k: v for k, v in declared.items() if k not in live or not _same(live[k], v)}
-        # Declared keys that were already as declared before trueup: never trueup's to
-        # remove, though a change to them is drift like any declared key's.
-        was_foreign = set(applied.detail.get("foreign", ())) if applied else set()
         found = {k for k in declared if k not in owned and k in live and k not in changes}
         foreign = sorted((was_foreign | found) & set(declared) - set(changes))
-        # A key moved into the overlay (or under an overlay table) is the machine's
-        # now; one inside a key declared whole is that key's value.
-        dropped = [
-            k
-            for k in owned
-            if k not in declared
-            and k not in was_foreign
-            and not any(paths_overlap(k, o) for o in overlay)
-            and not any(_inside(k, d) for d in declared)
-        ]
-        unset = sorted(k for k in dropped if _owned_value(flat, k, owned[k]))
-        kept = sorted(set(dropped) - set(unset))
         replace = resource is not None and resource.policy == "replace"
         extra = sorted(_extra_keys(flat, declared, overlay)) if replace else []
         theirs = _replaced_keys(flat, changes, owned)
@@ -518,13 +521,14 @@ def _made(
     """
     recorded = applied.detail if applied else {}
     made = set(recorded.get("tables", []))
+    gone = {_spelt(k) for k in unset}
     for key in changes:
         parts = parse_key_path(key)
         for depth in range(1, len(parts)):
             table = format_key_path(parts[:depth])
-            if not _holds(flat, table):
+            # A value of trueup's that goes to make room for it leaves the table trueup's.
+            if not _holds(flat.keys() - {table} if table in gone else flat, table):
                 made.add(table)
-    gone = {_spelt(k) for k in unset}
     left = {k for k in flat if k not in gone} | {_spelt(k) for k in declared}
     prune = sorted(
         (table for table in made if not _holds(left, table)),
