@@ -256,6 +256,18 @@ def test_recover_does_not_apply_a_declaration_changed_after_the_crash(world: Wor
     assert not world.target("b.txt").exists()
 
 
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_during_recover_leaves_the_run_for_another_recover(world: World, sig: str) -> None:
+    world.target("a.txt").write_text("original\n")
+    profile = str(world.write("a.toml", ONE_REPLACE))
+    killed(world, profile, "journal-running")
+    stopped = world.run("recover", env={"TRUEUP_CRASH_AT": f"run-finishing:1:{sig}"})
+    assert stopped.code == 7, stopped.out + stopped.err
+    assert "cancelled" not in stopped.err and "trueup recover" in stopped.err
+    assert world.run("recover").code == 0
+    assert read(world, "a.txt") == "declared\n"
+
+
 ONE_REPLACE = """
 [profile]
 id = "one"
