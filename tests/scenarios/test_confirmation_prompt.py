@@ -13,19 +13,7 @@ import signal
 import subprocess
 import time
 
-from world import TRUEUP, World
-
-ONE_FILE = """
-[profile]
-id = "p"
-name = "P"
-
-[[resource]]
-id = "a"
-kind = "file"
-target = "x"
-content = "c"
-"""
+from world import ONE_FILE, TRUEUP, World
 
 
 def asked(world: World, *args: str) -> tuple[subprocess.Popen[bytes], int]:

@@ -9,19 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from world import Result, World
-
-ONE_FILE = """
-[profile]
-id = "p"
-name = "P"
-
-[[resource]]
-id = "a"
-kind = "file"
-target = "x"
-content = "c"
-"""
+from world import ONE_FILE, Result, World
 
 
 def refused(result: Result, *named: str) -> None:

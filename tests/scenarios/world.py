@@ -16,6 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+#: The smallest profile: one file resource, ``a``, at ``x``.
+ONE_FILE = """
+[profile]
+id = "p"
+name = "P"
+
+[[resource]]
+id = "a"
+kind = "file"
+target = "x"
+content = "c"
+"""
+
 TRUEUP = shutil.which("trueup", path=str(Path(sys.executable).parent)) or "trueup"
 
 
