@@ -23,6 +23,7 @@ from trueup.errors import (
     ConflictError,
     NotAuthorizedError,
     UsageError,
+    os_problem,
     user_paths,
 )
 from trueup.execute.crashpoints import reach
@@ -637,16 +638,20 @@ def observe_all(
     """Observe every resource; an error names ``where`` (the profile) and the resource."""
     observed = {}
     for resource in resources:
-        label = f"{where}: resource {resource.id!r}"
-        try:
-            with user_paths("field 'target'"):  # wrapped in the label below
-                observed[resource.id] = kinds.get(resource.kind).observe(resource, ctx)
+        try:  # a plain try, not a context manager: this runs once per resource
+            observed[resource.id] = kinds.get(resource.kind).observe(resource, ctx)
         except FileTooLargeError as exc:  # live, not declared: the rest can still be planned
             observed[resource.id] = Observed(OVERSIZED, None, {"reason": exc.message})
         except TargetError as exc:
-            raise UsageError(f"{label}: field 'target': {exc}") from None
+            raise UsageError(f"{where}: resource {resource.id!r}: field 'target': {exc}") from None
         except UsageError as exc:
-            raise UsageError(f"{label}: {exc.message}", hint=exc.hint) from None
+            raise UsageError(
+                f"{where}: resource {resource.id!r}: {exc.message}", hint=exc.hint
+            ) from None
+        except OSError as exc:  # the target is the user's to fix (see errors.user_paths)
+            raise UsageError(
+                f"{where}: resource {resource.id!r}: field 'target': {os_problem(exc)}"
+            ) from None
     return observed
 
 

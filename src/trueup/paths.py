@@ -60,10 +60,10 @@ def overlap_key(target: str) -> str:
 def find_overlaps(targets: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """Pairs of resource ids whose targets are equal or nest, after normalisation."""
     # Sorted by component, so everything below a path comes right after it
-    # (as text, "s-old" would sort between "s" and "s/SKILL.md").
-    keyed = sorted(
-        ((overlap_key(t), rid) for rid, t in targets), key=lambda k: (k[0].split("/"), k[1])
-    )
+    # (as text, "s-old" would sort between "s" and "s/SKILL.md"): with "/" as
+    # NUL, which sorts first and which no target holds.
+    keyed = sorted((overlap_key(t).replace("/", "\0"), rid) for rid, t in targets)
+    keyed = [(key.replace("\0", "/"), rid) for key, rid in keyed]
     clashes: list[tuple[str, str]] = []
     open_dirs: list[tuple[str, str]] = []
     for key, rid in keyed:
