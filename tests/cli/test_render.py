@@ -61,3 +61,14 @@ def test_plan_rows_line_up_in_columns_under_their_header() -> None:
     assert cell_len(rows[1][: rows[1].index("create file")]) == what_at
     assert cell_len(rows[2][: rows[2].index("remove file")]) == what_at
     assert rows[2].endswith("remove file (destroys)")
+
+
+def test_control_characters_from_files_and_names_are_shown_not_sent() -> None:
+    action = Action("a", "file", ActionType.WRITE_FILE, "create t\x1b]0;title")
+    plan = Plan(Target("profile", "p", "P\x1b[2J", "/root"), "/p.toml", "d" * 64, {}, (action,))
+    console = Console(file=io.StringIO(), width=120, no_color=True)
+    render_plan(console, plan, lambda _: "+++ t\x1b]0;title (declared)\n+hi\x1b[2J\tend\r\n")
+    output = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\x1b" not in output
+    assert "create t\\x1b]0;title" in output and "P\\x1b[2J" in output
+    assert "+hi\\x1b[2J" in output and "end\\r\n" in output, "newlines stay, CR is spelt out"

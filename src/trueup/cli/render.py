@@ -38,12 +38,23 @@ MAX_ROWS = 100
 MAX_DIFF_LINES = 400
 
 
+# Control characters from files and names are shown, never sent: an ESC in a
+# file's content must not clear a reviewer's screen or retitle their window.
+_CONTROLS = [*range(0x20), 0x7F, *range(0x80, 0xA0)]
+_VISIBLE = {c: f"\\x{c:02x}" for c in _CONTROLS if c not in (0x09, 0x0A)} | {0x0D: "\\r"}
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters (newlines and tabs aside) spelt out."""
+    return text.translate(_VISIBLE)
+
+
 def diff_text(diff: str) -> RenderableType:
     """A unified diff coloured line by line (rich honours NO_COLOR)."""
     from rich.text import Text
 
     text = Text()
-    for line in redact(diff).splitlines(keepends=True):
+    for line in visible(redact(diff)).splitlines(keepends=True):
         style = (
             "bold"
             if line.startswith(("+++", "---"))
@@ -90,7 +101,7 @@ def action_row(action: Action, step: str, style: str) -> tuple[Text, ...]:
     """One plan row: resource, kind, the step in its colour, and what it does."""
     from rich.text import Text
 
-    what = Text(redact(action.summary))
+    what = Text(visible(redact(action.summary)))
     if action.destroys:
         what.append(" (destroys)", style="red")
     if action.migrates:
@@ -110,8 +121,9 @@ def render_plan(
     from rich.markup import escape
 
     console.print(
-        f"[bold]Plan[/] for {escape(plan.target.name)} ({escape(plan.target.kind)} "
-        f"{escape(plan.target.id)}) on {escape(plan.target.location)}  [dim]{plan.digest[:16]}[/]"
+        f"[bold]Plan[/] for {escape(visible(plan.target.name))} ({escape(plan.target.kind)} "
+        f"{escape(plan.target.id)}) on {escape(visible(plan.target.location))}  "
+        f"[dim]{plan.digest[:16]}[/]"
     )
     shown = [a for a in plan.actions if show_noop or a.type is not ActionType.NO_OP]
     rows = [action_row(a, a.type.value, _STYLE[a.type]) for a in shown[:MAX_ROWS]]
