@@ -431,3 +431,8 @@ def test_a_profile_refused_as_a_whole_stays_refused_on_every_run(tmp_path: Path,
         )
         assert result.returncode == 2, result.stdout
         assert str(profile) in result.stdout and words in result.stdout
+
+
+def test_a_toml_profile_may_start_with_a_byte_order_mark(tmp_path: Path) -> None:
+    result = run(tmp_path, "\ufeff" + GOOD)
+    assert result.returncode == 0, result.stderr

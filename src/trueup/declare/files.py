@@ -26,8 +26,8 @@ def read_document(path: Path) -> dict[str, Any]:
             from ruamel.yaml import YAML
 
             data = YAML(typ="safe", pure=True).load(raw)
-        else:
-            data = tomllib.loads(raw.decode("utf-8"))
+        else:  # an editor's byte-order mark is no statement (tomllib refuses it)
+            data = tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not valid {suffix.lstrip('.') or 'toml'}: {exc}") from None
     except Exception as exc:  # ruamel's errors share no useful base class
