@@ -207,7 +207,7 @@ class OrgEngine:
         if not plan.changes:
             state = self._record_state(prepared, None)
             outcome = _final(prepared.plan, None, state)
-            self._audit(prepared.target, plan.digest, None, outcome)
+            self._audit(prepared.target, plan, None, outcome)
             return OrgApplied(None, state, outcome, "nothing to change")
         self._supersede_dead_holder(prepared.target)
         run = gates.lock(plan)
@@ -255,7 +255,7 @@ class OrgEngine:
         if final is not result.outcome:  # the run's row says what status will show
             self.store.set_run_status(result.run_id, "finished", final.value, message)
         result.outcome = final
-        self._audit(prepared.target, digest, result, result.outcome, event)
+        self._audit(prepared.target, prepared.plan, result, result.outcome, event, digest)
         return OrgApplied(result, state, result.outcome, message, prepared.services.stats())
 
     def _supersede_dead_holder(self, target: Target) -> None:
@@ -389,11 +389,14 @@ class OrgEngine:
     def _audit(
         self,
         target: Target,
-        digest: str,
+        plan: Plan,
         result: RunResult | None,
         outcome: Outcome,
         event: str = "plan.applied",
+        digest: str | None = None,
     ) -> None:
+        """The plan is the row's "after" value (org-provisioning.md, Audit); ``digest``
+        is the one a person approved, when a recovery re-planned it."""
         failed = outcome in (Outcome.FAILED, Outcome.INTERRUPTED)
         audit.record(
             self.store,
@@ -402,9 +405,12 @@ class OrgEngine:
             self.base.actor,
             target,
             reason=(result.message or outcome.value) if failed and result else None,
-            plan_digest=digest,
+            plan_digest=digest or plan.digest,
             run_id=result.run_id if result else None,
-            detail={"outcome": outcome.value if result else "nothing to change"},
+            detail={
+                "outcome": outcome.value if result else "nothing to change",
+                "after": plan.body(),
+            },
         )
 
     def _audit_failure(
