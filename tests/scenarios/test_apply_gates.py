@@ -197,6 +197,20 @@ verify = { command = ["false"] }
     assert tool.stat().st_mode & 0o777 == 0o644, "the executable bit the run set is taken back"
 
 
+def test_a_failed_run_brings_back_a_pruned_folder_with_its_own_mode(world: World) -> None:
+    world.write("src/key.txt", "secret\n")
+    keep = '[profile]\nid = "m"\nname = "M"\n'
+    tree = '[[resource]]\nid = "priv"\nkind = "directory"\ntarget = "priv"\nsource = "src"\n'
+    path = str(world.write("m.toml", keep + tree))
+    assert world.run("apply", path, "--root", str(world.root), "--yes").code == 0
+    os.chmod(world.target("priv"), 0o700)
+    failing = '[[resource]]\nid = "z"\nkind = "file"\ntarget = "z"\ncontent = "z"\n'
+    world.write("m.toml", keep + failing + 'verify = { command = ["false"] }\n')
+    assert world.run("apply", path, "--root", str(world.root), "--yes").code == 7
+    assert world.target("priv/key.txt").read_text() == "secret\n"
+    assert world.target("priv").stat().st_mode & 0o777 == 0o700, "not the default 0755"
+
+
 def test_path_traversal_is_refused_before_anything_is_written(world: World) -> None:
     profile = str(
         world.write("p.toml", ONE_FILE.replace('target = ".toolrc"', 'target = "../escape"'))

@@ -38,6 +38,8 @@ class Capture:
     seq: int
     paths: Sequence[str]
     applied: dict[str, Any] | None
+    #: The action removes files, so the folders holding them may be pruned.
+    removes: bool = False
 
 
 class RollbackStore:
@@ -71,6 +73,8 @@ class RollbackStore:
                 "missing_dirs": missing,
                 "applied": item.applied,
             }
+            if item.removes:  # a pruned folder comes back with its own mode
+                manifest[str(item.seq)]["folder_modes"] = _folder_modes(item.paths, self.root)
         name = f"batch-{items[0].seq}.json" if items else "batch-empty.json"
         target = self.base / name
         target.write_bytes(storage_json(manifest))
@@ -136,6 +140,8 @@ class RollbackStore:
         entry = self.load(ref)
         written = self._written(ref)
         kept: list[str] = []
+        modes: dict[str, int] = entry.get("folder_modes", {})
+        pruned = [folder for folder in modes if not os.path.isdir(folder)]
         for snap in reversed(entry["snapshots"]):
             path = snap["path"]
             state = snap["state"]
@@ -156,6 +162,9 @@ class RollbackStore:
             else:
                 os.makedirs(path, exist_ok=True)
         fs.commit()
+        for folder in pruned:  # recreated by the writes above, with default modes
+            with contextlib.suppress(OSError):
+                os.chmod(folder, modes[folder])
         for folder in entry["missing_dirs"]:
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
@@ -205,6 +214,19 @@ class RollbackStore:
     def discard(self) -> None:
         """Remove the run's material; failures here never change an outcome."""
         shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _folder_modes(paths: Iterable[str], root: Path) -> dict[str, int]:
+    """The modes of the folders above ``paths``, below ``root``, that exist now."""
+    modes: dict[str, int] = {}
+    top = str(root)
+    for path in paths:
+        folder = os.path.dirname(path)
+        while folder.startswith(top + os.sep) and folder not in modes:
+            with contextlib.suppress(OSError):
+                modes[folder] = stat.S_IMODE(os.lstat(folder).st_mode)
+            folder = os.path.dirname(folder)
+    return modes
 
 
 def _mode_differs(snap: dict[str, Any], path: str) -> bool:
