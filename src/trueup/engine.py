@@ -51,11 +51,11 @@ from trueup.model import (
     Resource,
     Target,
 )
-from trueup.paths import TargetError, find_overlaps
+from trueup.paths import RootResolver, TargetError, find_overlaps
 from trueup.plan.memo import PlanMemo, Remembered
 from trueup.plan.planner import compute_plan
+from trueup.redact import redact_url
 from trueup.settings import Settings
-from trueup.state.db import redact_url
 from trueup.state.store import ACTIVE, RunAction, RunInfo, Store
 
 SAVED_PLAN_SCHEMA = "trueup.saved-plan/1"
@@ -209,25 +209,7 @@ class Engine:
             str(profile.path),
         )
         if ctx.resolver.links:  # folders linked inside the root: targets may meet there
-            # Dropped resources count too: removing one there would remove the other.
-            places = {r.id: r for r in (a.resource for a in applied.values())}
-            places.update(resources)  # a declared resource is where it is declared now
-            clashes = find_overlaps(
-                (r.id, ctx.resolver.canonical(r.target)) for r in places.values()
-            )
-            if clashes:
-                a, b = clashes[0]
-                gone = next((rid for rid in (a, b) if rid not in resources), None)
-                other = b if gone == a else a
-                raise UsageError(
-                    f"{profile.path}: resources {a!r} and {b!r} have overlapping targets once "
-                    "the symlinked folders under the root are followed"
-                    + (f" ({gone!r} is no longer declared)" if gone else ""),
-                    hint=f"apply once without {other!r}, so that {gone!r} is removed, then "
-                    "declare it"
-                    if gone
-                    else "declare each place once, by one path",
-                )
+            _refuse_linked_overlaps(profile.path, resources, applied, ctx.resolver)
         plan = compute_plan(
             target,
             str(profile.path),
@@ -630,6 +612,34 @@ def check_overwrite(
             "or among those trueup applied here",
             hint="use the id of a resource the plan reports as drift",
         )
+
+
+def _refuse_linked_overlaps(
+    where: Path,
+    declared: Mapping[str, Resource],
+    applied: Mapping[str, Applied],
+    resolver: RootResolver,
+) -> None:
+    """Refuse two targets that are one place once symlinked folders are followed.
+
+    Dropped resources count too: removing one there would remove the other.
+    """
+    places = {r.id: r for r in (a.resource for a in applied.values())}
+    places.update(declared)  # a declared resource is where it is declared now
+    clashes = find_overlaps((r.id, resolver.canonical(r.target)) for r in places.values())
+    if not clashes:
+        return
+    a, b = clashes[0]
+    gone = next((rid for rid in (a, b) if rid not in declared), None)
+    other = b if gone == a else a
+    raise UsageError(
+        f"{where}: resources {a!r} and {b!r} have overlapping targets once "
+        "the symlinked folders under the root are followed"
+        + (f" ({gone!r} is no longer declared)" if gone else ""),
+        hint=f"apply once without {other!r}, so that {gone!r} is removed, then declare it"
+        if gone
+        else "declare each place once, by one path",
+    )
 
 
 def observe_all(

@@ -63,11 +63,12 @@ def find_overlaps(targets: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     # (as text, "s-old" would sort between "s" and "s/SKILL.md"): with "/" as
     # NUL, which sorts first and which no target holds.
     keyed = sorted((overlap_key(t).replace("/", "\0"), rid) for rid, t in targets)
-    keyed = [(key.replace("\0", "/"), rid) for key, rid in keyed]
     clashes: list[tuple[str, str]] = []
     open_dirs: list[tuple[str, str]] = []
     for key, rid in keyed:
-        while open_dirs and not (key == open_dirs[-1][0] or key.startswith(open_dirs[-1][0] + "/")):
+        while open_dirs and not (
+            key == open_dirs[-1][0] or key.startswith(open_dirs[-1][0] + "\0")
+        ):
             open_dirs.pop()
         if open_dirs:
             clashes.append((open_dirs[-1][1], rid))

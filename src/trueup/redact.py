@@ -54,6 +54,12 @@ def register_url(url: str) -> None:
         register_secret(unquote(password))
 
 
+def redact_url(url: str) -> str:
+    """A URL fit for messages: any password replaced (``user:pw@`` or ``?password=``)."""
+    url = re.sub(r"(://[^:/@]+):[^@]*@", rf"\1:{PLACEHOLDER}@", url)
+    return re.sub(r"([?&]password=)[^&#]*", rf"\1{PLACEHOLDER}", url, flags=re.IGNORECASE)
+
+
 def looks_secret(name: str) -> bool:
     """Whether a variable's name says it holds a secret (API_TOKEN, DB_PASSWORD...)."""
     return _SECRET_NAME.search(name) is not None

@@ -7,7 +7,7 @@ import secrets
 import pytest
 
 from trueup.errors import UsageError
-from trueup.state.db import redact_url
+from trueup.redact import redact_url
 from trueup.state.store import Store
 
 

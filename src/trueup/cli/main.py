@@ -413,8 +413,8 @@ def state_migrate(
     out = Output("state migrate", json_out)
 
     def body() -> int:
+        from trueup.redact import redact_url
         from trueup.settings import Settings
-        from trueup.state.db import redact_url
         from trueup.state.schema import migrate, migration_sql
 
         if sql is not None:

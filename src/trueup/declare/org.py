@@ -121,7 +121,11 @@ def load_org(path: Path, cache_dir: Path | None = None) -> DeclaredOrg:
     org = _load(path)
     # A sealed secret's value lives in this process only, so an org holding one
     # is parsed again each time (and the cache never sees the value).
-    sealed = any(SEALED in json.dumps(r.spec.get("env", {})) for r in org.resources)
+    sealed = any(
+        str(value).startswith(SEALED)
+        for resource in org.resources
+        for value in resource.spec.get("env", {}).values()
+    )
     if cache is not None and not sealed:
         _write_cache(cache, org)
     return org

@@ -268,7 +268,7 @@ class Executor:
                 if action.changes_target
                 else [],
                 self._applied_json(action.resource_id),
-                action.type is ActionType.REMOVE_RESOURCE or bool(action.payload.get("remove")),
+                kinds.get(action.kind).prunes(action),
             )
             for seq, action in batch
             if kinds.get(action.kind).restorable

@@ -38,8 +38,8 @@ class Capture:
     seq: int
     paths: Sequence[str]
     applied: dict[str, Any] | None
-    #: The action removes files, so the folders holding them may be pruned.
-    removes: bool = False
+    #: The action may remove the folders it empties (``Kind.prunes``).
+    prunes: bool = False
 
 
 class RollbackStore:
@@ -73,7 +73,7 @@ class RollbackStore:
                 "missing_dirs": missing,
                 "applied": item.applied,
             }
-            if item.removes:  # a pruned folder comes back with its own mode
+            if item.prunes:  # a pruned folder comes back with its own mode
                 manifest[str(item.seq)]["folder_modes"] = _folder_modes(item.paths, self.root)
         name = f"batch-{items[0].seq}.json" if items else "batch-empty.json"
         target = self.base / name

@@ -158,6 +158,11 @@ class Kind:
         """The paths a mutation may change, so their old state can be kept first."""
         return [ctx.path_str(resource.target)]
 
+    def prunes(self, action: Action) -> bool:
+        """Whether applying ``action`` may remove folders it empties: their modes are
+        kept first, so a restore brings them back as they were."""
+        return False
+
     def apply(
         self, action: Action, resource: Resource, ctx: ApplyContext
     ) -> Mapping[str, Any] | None:

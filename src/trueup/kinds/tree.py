@@ -240,6 +240,9 @@ class TreeKind(Kind):
             )
         return {"source": source, "files": files, "digest": tree_digest(files)}
 
+    def prunes(self, action: Action) -> bool:
+        return action.type is ActionType.REMOVE_RESOURCE or bool(action.payload.get("remove"))
+
     def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[str]:
         base = ctx.path_str(resource.target)
         rels = [*action.payload.get("write", []), *action.payload.get("remove", [])]

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from trueup.errors import UsageError
-from trueup.redact import register_url
+from trueup.redact import PLACEHOLDER, redact_url, register_url
 
 Row = tuple[Any, ...]
 Params = Mapping[str, Any]
@@ -216,17 +216,11 @@ def _password_hidden(text: str, url: str) -> str:
     """``text`` (libpq quotes what it could not parse) without the URL's password."""
     text = text.replace(_libpq_url(url), redact_url(url))
     password = re.match(r"[^:]*://[^:/@]+:([^@]*)@", url)
-    return text.replace(password[1], "[REDACTED]") if password and password[1] else text
+    return text.replace(password[1], PLACEHOLDER) if password and password[1] else text
 
 
 def _libpq_url(url: str) -> str:
     return re.sub(r"^postgres(ql)?(\+psycopg)?://", "postgresql://", url)
-
-
-def redact_url(url: str) -> str:
-    """A URL fit for messages: any password replaced (``user:pw@`` or ``?password=``)."""
-    url = re.sub(r"(://[^:/@]+):[^@]*@", r"\1:[REDACTED]@", url)
-    return re.sub(r"([?&]password=)[^&#]*", r"\1[REDACTED]", url, flags=re.IGNORECASE)
 
 
 def sqlalchemy_url(url: str) -> str:

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from trueup.errors import UsageError
-from trueup.state.db import Database, redact_url, sqlalchemy_url, sqlite_path
+from trueup.redact import redact_url
+from trueup.state.db import Database, sqlalchemy_url, sqlite_path
 
 HEAD = "0003"
 KNOWN = ("0001", "0002", "0003")
