@@ -289,3 +289,47 @@ def test_abandon_of_a_run_killed_before_its_renames_leaves_no_folder_it_made(
     killed(world, profile, "temp-written")
     assert world.run("abandon").code == 0
     assert list(world.root.iterdir()) == [], "as before the run: nothing added"
+
+
+LOSES_ITS_MATERIAL = """
+[profile]
+id = "lossy"
+name = "Lossy"
+
+[[resource]]
+id = "a"
+kind = "file"
+target = "a.txt"
+content = "A\\n"
+
+[[resource]]
+id = "b"
+kind = "file"
+target = "b.txt"
+content = "B\\n"
+verify = { command = ["sh", "-c", "rm -rf \\"$TRUEUP_DATA/rollback\\"; exit 1"] }
+"""
+
+
+def test_a_restore_that_fails_leaves_the_run_for_recover_and_says_why(world: World) -> None:
+    """A failed run whose undo fails too is no bug in trueup: it is a run to recover.
+
+    Here the undo cannot read the rollback material (somebody removed it); a
+    full disk or a read-only folder ends the same way.
+    """
+    world.target("a.txt").write_text("old\n")
+    profile = world.write("lossy.toml", LOSES_ITS_MATERIAL)
+    failed = world.run("apply", str(profile), "--root", str(world.root), "--yes")
+    assert failed.code == 7, failed.err
+    assert "internal error" not in failed.err
+    assert "restoring what the run changed failed too" in failed.out + failed.err
+    status = world.run("status", "--json")
+    assert status.code == 4 and status.json["status"] == "blocked", status.out
+    [run_id] = [run["id"] for run in status.json["data"]["blocked_runs"]]
+    assert f"trueup recover {run_id}" in failed.out + failed.err
+    recovered = world.run("recover")
+    assert recovered.code == 7, recovered.err
+    assert "rollback material" in recovered.err and f"trueup abandon {run_id}" in recovered.err
+    assert "internal error" not in recovered.err
+    assert world.run("abandon").code == 0
+    assert world.run("status", "--json").json["data"]["blocked_runs"] == []

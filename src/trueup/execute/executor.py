@@ -201,7 +201,9 @@ class Executor:
                     self._batch(batch)
         except (Interrupted, KeyboardInterrupt):
             remote = self._fail_remote("interrupted")
-            self._restore_in_flight()
+            undone = self._undo(self._restore_in_flight, "interrupted")
+            if undone is not None:
+                return undone
             return self._finish(
                 Outcome.INTERRUPTED,
                 "interrupted: the remote call in flight may have happened; apply again to resume"
@@ -209,11 +211,11 @@ class Executor:
                 else "interrupted: the action in flight was restored",
             )
         except Exception as exc:
-            message = (
-                exc.message if isinstance(exc, TrueupError) else f"{type(exc).__name__}: {exc}"
-            )
+            message = _wording(exc)
             self._fail_remote(redact_message(message))
-            self._restore_all()
+            undone = self._undo(self._restore_all, message)
+            if undone is not None:
+                return undone
             kept = any(
                 r.status in ("succeeded", "failed") and not kinds.get(r.action.kind).restorable
                 for r in self.results
@@ -438,6 +440,25 @@ class Executor:
         return bool(remote)
 
     # -- undo ---------------------------------------------------------------
+    def _undo(self, restore: Callable[[], None], why: str) -> RunResult | None:
+        """Run ``restore``; if it fails too, leave the run unfinished for ``recover``.
+
+        A restore that fails (a full disk, a folder made read-only) has left some
+        paths as the run wrote them: the run keeps its rollback material and its
+        lock, as a crashed one would, and a person fixes the cause and recovers.
+        ``None`` when everything was restored.
+        """
+        try:
+            restore()
+        except Exception as exc:
+            return self._finish(
+                Outcome.INTERRUPTED,
+                f"{redact_message(why)}; restoring what the run changed failed too "
+                f"({redact_message(_wording(exc))}), so the run is left unfinished: fix "
+                f"that, then `trueup recover {self.run.id}` puts back what the run changed",
+            )
+        return None
+
     def _restore_in_flight(self) -> None:
         self.fs.discard()
         self._restore(self._in_flight)
@@ -494,6 +515,11 @@ class Executor:
             "revision": record.revision,
             "applied_at": record.applied_at,
         }
+
+
+def _wording(exc: Exception) -> str:
+    """What went wrong, for a person: trueup's own message, else the exception's."""
+    return exc.message if isinstance(exc, TrueupError) else f"{type(exc).__name__}: {exc}"
 
 
 class Restored(NamedTuple):

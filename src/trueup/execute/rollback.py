@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from trueup.canonical import storage_json
+from trueup.errors import ApplyFailedError
 from trueup.fs import (
     ABSENT_OUTCOME,
     TEMP_MARK,
@@ -116,9 +117,24 @@ class RollbackStore:
         return sorted(missing, key=lambda p: (-p.count(os.sep), p))
 
     def load(self, ref: str) -> dict[str, Any]:
+        """One action's material; refused in words when it is gone or damaged.
+
+        Only trueup writes it, but a person may have cleaned the data folder:
+        what the run changed cannot be put back then, and abandon is the way on.
+        """
         name, _, seq = ref.partition("#")
-        with open(self.base / name, encoding="utf-8") as handle:
-            entry: dict[str, Any] = json.load(handle)[seq]
+        try:
+            with open(self.base / name, encoding="utf-8") as handle:
+                entry: dict[str, Any] = json.load(handle)[seq]
+        except (OSError, ValueError, KeyError) as exc:
+            run = self.base.name
+            raise ApplyFailedError(
+                f"the rollback material of run {run} ({self.base / name}) cannot be read "
+                f"({exc.strerror if isinstance(exc, OSError) else exc}): what that run "
+                "changed cannot be put back",
+                hint=f"restore that folder from a backup and try again, or run `trueup abandon "
+                f"{run}` to leave every target as it is now",
+            ) from None
         return entry
 
     def note_written(self, manifest: str, outcomes: dict[str, str]) -> None:
