@@ -211,6 +211,11 @@ def test_a_failure_keeps_what_completed_and_applying_again_resumes(orgs: Orgs) -
     assert sorted(a["name"] for a in fakes.coolify.list_applications()) == ["chat", "portal"]
     assert zitadel_counts(fakes) == {"orgs": 2, "projects": 1, "apps": 1, "roles": 2}
     assert again.state.failed_fields == [] and again.state.last_applied is not None
+    # The record names every step completed towards this state, each when it completed.
+    at = {c["step"]: c["at"] for c in again.state.checkpoints}
+    assert len(at) == len(again.state.checkpoints), "a step is checkpointed once"
+    assert {"apps.project", "dns:www.acme.test/CNAME", "identity.org"} <= set(at)
+    assert at["apps.project"] < at["dns:www.acme.test/CNAME"]
 
 
 def test_an_unconfirmed_destination_is_a_failed_field_until_confirmed(orgs: Orgs) -> None:

@@ -12,7 +12,7 @@ Nothing here prints or prompts; the CLI renders what these functions return.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from trueup.org.unmanaged import Unmanaged, find_unmanaged, with_what_removals_t
 from trueup.plan.planner import compute_plan
 from trueup.providers.http import RetryPolicy
 from trueup.settings import Settings
-from trueup.state.store import RunInfo, now
+from trueup.state.store import RunAction, RunInfo, now
 
 _EVENT = {"plan": "plan.computed", "apply": "plan.applied"}
 
@@ -360,12 +360,9 @@ class OrgEngine:
         failed += prepared.services.unmet()
         stamp = now()
         if result is not None:
+            journaled = self.store.run_actions(result.run_id)
+            state.checkpoints = _checkpoints(state, result, journaled)
             state.run_id = result.run_id
-            state.checkpoints = [
-                {"step": r.action.resource_id, "summary": r.action.summary, "at": stamp}
-                for r in result.results
-                if r.status == "succeeded"
-            ]
             done = {r.seq for r in result.results}
             failed += [
                 f"{r.action.resource_id}: {r.message}"
@@ -374,7 +371,7 @@ class OrgEngine:
             ]
             failed += [
                 f"{a.action.resource_id}: not reached (the run stopped)"
-                for a in self.store.run_actions(result.run_id)
+                for a in journaled
                 if a.seq >= first_seq and a.seq not in done and a.status == "pending"
             ]
         state.service_ids = ids
@@ -448,6 +445,28 @@ def _not_yet(state: OrgState) -> str:
     first = state.failed_fields[0]
     more = len(state.failed_fields) - 1
     return f"not yet true: {first}" + (f" (and {more} more)" if more else "")
+
+
+def _checkpoints(
+    state: OrgState, result: RunResult, journaled: Sequence[RunAction]
+) -> list[dict[str, Any]]:
+    """The steps completed towards the state now recorded, each at the time it completed.
+
+    The journal of the run, not its results: a recovered run completed some
+    steps before it was killed. An apply that resumes a failed or interrupted
+    run adds to the steps that run completed (they are not done again); any
+    other apply starts afresh.
+    """
+    mine = [
+        {"step": a.action.resource_id, "summary": a.action.summary, "at": a.at}
+        for a in journaled
+        if a.status == "succeeded"
+    ]
+    resumed = state.outcome in (Outcome.FAILED.value, Outcome.INTERRUPTED.value)
+    if not resumed or result.run_id == state.run_id:
+        return mine
+    again = {c["step"] for c in mine}
+    return [c for c in state.checkpoints if c["step"] not in again] + mine
 
 
 def _final(plan: Plan, result: RunResult | None, state: OrgState) -> Outcome:

@@ -104,6 +104,8 @@ class RunAction:
     message: str | None
     #: The identity of what the plan observed at the target (Observed.identity).
     observed: str | None = None
+    #: When the action last changed status (when it succeeded, for a finished one).
+    at: str | None = None
 
 
 class RunLocked(Exception):
@@ -458,12 +460,12 @@ class Store:
 
     def run_actions(self, run_id: str) -> list[RunAction]:
         rows = self.db.execute(
-            "SELECT seq, action, status, rollback_ref, evidence, message FROM run_actions "
-            "WHERE run_id = :run ORDER BY seq",
+            "SELECT seq, action, status, rollback_ref, evidence, message, updated_at "
+            "FROM run_actions WHERE run_id = :run ORDER BY seq",
             {"run": run_id},
         )
         found = []
-        for seq, action, status, ref, ev, msg in rows:
+        for seq, action, status, ref, ev, msg, at in rows:
             data = json.loads(action)
             found.append(
                 RunAction(
@@ -474,6 +476,7 @@ class Store:
                     evidence=json.loads(ev) if ev else None,
                     message=msg,
                     observed=data.get("observed"),
+                    at=at,
                 )
             )
         return found
