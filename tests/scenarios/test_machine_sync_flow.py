@@ -637,6 +637,16 @@ def test_status_after_an_abandoned_run_says_so(world: World) -> None:
     assert "was abandoned part-way" in world.run("status").out
 
 
+def test_status_of_an_empty_store_says_nothing_was_applied_not_converged(world: World) -> None:
+    status = world.run("status", "--json")
+    assert (status.code, status.json["status"]) == (0, "nothing-applied"), status.out
+    assert status.json["schema"] == "trueup.cli/1"
+    assert status.json["data"] == {"targets": [], "blocked_runs": []}
+    human = world.run("status")
+    assert human.code == 0 and "nothing applied yet" in human.out
+    assert "converged" not in human.out
+
+
 def test_live_status_with_changes_to_apply_is_not_called_converged(world: World) -> None:
     profile = world.write("f.toml", ONE_FILE_A)
     status = world.run("status", str(profile), "--root", str(world.root), "--json")

@@ -126,6 +126,8 @@ def _recorded(out: Output, engine: Any) -> int:
     status = (
         "blocked"
         if blocked
+        else "nothing-applied"  # no record of anything: "converged" would claim a check
+        if not targets
         else "queued"  # a worker will apply it: not converged yet, nothing to do either
         if waiting and worst is Outcome.CONVERGED
         else worst.value
@@ -137,7 +139,7 @@ def _recorded(out: Output, engine: Any) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    if not targets and not blocked:
+    if status == "nothing-applied":
         out.print("nothing applied yet. Start with: trueup plan PROFILE --root DIR")
         return int(code)
     table = Table(box=None, header_style="bold")
