@@ -176,6 +176,17 @@ def test_version_and_help(world: World) -> None:
     assert "plan saved with plan -o" in world.run("apply", "--help", env={"COLUMNS": "200"}).out
 
 
+def test_version_with_json_is_a_versioned_envelope(world: World) -> None:
+    version = world.run("--version").out.split()[1]
+    for args in (("--version", "--json"), ("--json", "--version")):
+        result = world.run(*args)
+        assert result.code == 0, result.out + result.err
+        assert result.json["schema"] == "trueup.cli/1" and result.json["status"] == "ok"
+        assert (result.json["exitCode"], result.json["data"]) == (0, {"version": version})
+    misplaced = world.run("--json", "status")
+    assert misplaced.code == 2 and misplaced.json["status"] == "error", misplaced.out
+
+
 def age(base: Path) -> None:
     """Everything 10 s old: past the racy window, so plans are remembered."""
     past = time.time_ns() - 10_000_000_000

@@ -64,16 +64,32 @@ MaxBytesOpt = Annotated[
 ]
 
 
-def _version(value: bool) -> None:
-    if value:
-        print(f"trueup {__version__}")
-        raise typer.Exit()
+def _version(ctx: typer.Context, value: bool) -> None:
+    """Show the version; with --json as every command's envelope, for scripts that check it.
+
+    ``--json`` is eager, so click has read it before this callback runs, in
+    whichever order the two were typed.
+    """
+    if not value:
+        return
+    message = f"trueup {__version__}"
+    if ctx.params.get("json_out"):
+        Output("trueup", json_mode=True).report(message, {"version": __version__})
+    else:
+        print(message)  # plain print: the quickest command need not load rich
+    raise typer.Exit()
 
 
 @app.callback()
 def main(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+        bool, typer.Option("--version", callback=_version, help="Show the version.")
+    ] = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", is_eager=True, help="With --version: print a versioned JSON envelope."
+        ),
     ] = False,
     actor: Annotated[
         Optional[str],  # noqa: UP045
@@ -84,6 +100,8 @@ def main(
     ] = None,
 ) -> None:
     """trueup keeps machines and SaaS orgs exactly as declared."""
+    if json_out:  # accepted here for --version alone; a command would silently ignore it
+        raise click.UsageError("--json goes after the command, e.g. trueup status --json")
     if actor:
         os.environ["TRUEUP_ACTOR"] = actor
 
