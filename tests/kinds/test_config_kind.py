@@ -286,6 +286,29 @@ def test_a_dotted_key_declared_again_as_its_whole_table_is_the_same_key(
     assert machine.load(target) == {"u": 0, "a": {"b": 1}}
 
 
+@pytest.mark.parametrize("target", ["c/config.toml", "c/settings.json", "c/app.yaml"])
+def test_a_whole_table_declared_again_as_its_dotted_key_is_the_same_key(
+    machine: Machine, target: str
+) -> None:
+    machine.converge(config(target, "tool = { x = 1 }"))
+    before = machine.path(target).read_text()
+    again = config(target, '"tool.x" = 1')
+    assert machine.action(again, "c").type is T.VERIFY_ONLY, "recorded anew, nothing written"
+    machine.converge(again)
+    assert machine.path(target).read_text() == before
+
+
+@pytest.mark.parametrize("target", ["c/config.toml", "c/settings.json", "c/app.yaml"])
+def test_a_whole_table_declared_again_by_some_of_its_keys_loses_only_the_rest(
+    machine: Machine, target: str
+) -> None:
+    machine.converge(config(target, "tool = { x = 1, y = 2, s = { z = 3, w = 4 } }"))
+    machine.converge(config(target, '"tool.x" = 1, "tool.s.z" = 3'))
+    assert machine.load(target) == {"tool": {"x": 1, "s": {"z": 3}}}
+    machine.converge(OTHER)
+    assert not machine.path(target).exists(), "its tables and its file went with its last key"
+
+
 def test_a_declared_table_that_drops_a_persons_key_says_so_and_asks(machine: Machine) -> None:
     target = "c/config.toml"
     machine.put(target, "[a]\nz = 0 # the person's own key\n")

@@ -585,6 +585,20 @@ def test_keys_declared_with_needless_quotes_are_removed_when_dropped(world: Worl
     assert world.target("c.toml").read_text() == "mine = 0\n"
 
 
+def test_a_table_declared_again_as_dotted_keys_converges_and_stays_so(world: World) -> None:
+    root = str(world.root)
+    head = '[profile]\nid = "t"\nname = "T"\n[[resource]]\nid = "c"\nkind = "config"\n'
+    profile = world.write("t.toml", head + 'target = "c.toml"\nkeys = { tool = { x = 1 } }\n')
+    assert world.run("apply", str(profile), "--root", root, "--yes").code == 0
+    world.write("t.toml", head + 'target = "c.toml"\nkeys = { "tool.x" = 1 }\n')
+    for _ in range(2):
+        again = world.run("apply", str(profile), "--root", root, "--yes")
+        assert again.code == 0, again.out + again.err
+        assert world.target("c.toml").read_text() == "[tool]\nx = 1\n"
+    planned = world.run("plan", str(profile), "--root", root, "--json")
+    assert (planned.code, planned.json["status"]) == (0, "converged"), planned.out
+
+
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_a_signal_while_a_run_finishes_leaves_it_for_recover(world: World, sig: str) -> None:
     root = str(world.root)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import reprlib
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -296,8 +297,9 @@ class ConfigKind(Kind):
             # Nothing can be merged into it, --overwrite included: a person fixes it.
             return _drift(reason, observed, applied, resource, by_hand=True)
         flat: Mapping[str, Any] = observed.detail.get("flat", {})
-        owned: Mapping[str, str] = applied.detail.get("keys", {}) if applied else {}
         declared: Mapping[str, Any] = resource.spec["keys"] if resource else {}
+        recorded, applied = applied, _split_wholes(applied, declared, flat)
+        owned: Mapping[str, str] = applied.detail.get("keys", {}) if applied else {}
         overlay = set(resource.spec["overlay"]) if resource else set()
         clash = sorted(k for k in declared if any(paths_overlap(k, o) for o in overlay))
         if clash:
@@ -371,6 +373,12 @@ class ConfigKind(Kind):
                     ActionType.VERIFY_ONLY,
                     f"up to date; no longer trueup's: {', '.join(released)}",
                     {"foreign": foreign} if foreign else {},
+                )
+            if applied is not recorded:  # the record must name the keys as now declared
+                return Decision(
+                    ActionType.VERIFY_ONLY,
+                    "up to date; the keys are recorded as now declared",
+                    _made(flat, {}, [], declared, applied, absent=False),
                 )
             return Decision(ActionType.NO_OP, "up to date")
         payload: dict[str, Any] = {
@@ -602,11 +610,69 @@ def _spelt(key: str) -> str:
 
 def _owned_value(flat: Mapping[str, Any], declared_key: str, owned_digest: str) -> bool:
     """Whether the key is present and still holds the value trueup wrote."""
-    key = _spelt(declared_key)
+    value = _live_value(flat, _spelt(declared_key))
+    return value is not MISSING and value_digest(value) == owned_digest
+
+
+def _live_value(flat: Mapping[str, Any], key: str) -> Any:
+    """The live value of the spelt ``key``: a leaf, or the table its nested leaves make."""
     if key in flat:
-        return value_digest(flat[key]) == owned_digest
+        return flat[key]
     nested = {k[len(key) + 1 :]: v for k, v in flat.items() if k.startswith(key + ".")}
-    return bool(nested) and value_digest(_unflatten(nested)) == owned_digest
+    return _unflatten(nested) if nested else MISSING
+
+
+def _split_wholes(
+    applied: Applied | None, declared: Mapping[str, Any], flat: Mapping[str, Any]
+) -> Applied | None:
+    """The record as it would read had the keys now declared inside a table been declared so.
+
+    A table trueup set whole (``tool = { x = 1 }``) and declared later by its
+    keys (``"tool.x" = 1``) is trueup's as before, key by key: otherwise the
+    whole table counts as dropped, removing it takes the declared keys with it,
+    and every apply fails its verification. Only a table that still holds what
+    trueup wrote is split; one a person changed stays as recorded, and is kept.
+    """
+    owned: Mapping[str, str] = applied.detail.get("keys", {}) if applied else {}
+    wholes = [
+        k
+        for k in owned
+        if any(_inside(d, k) for d in declared)
+        and isinstance(_live_value(flat, _spelt(k)), Mapping)  # a plain value makes way
+        and _owned_value(flat, k, owned[k])
+    ]
+    if applied is None or not wholes:
+        return applied
+    keys = {k: v for k, v in owned.items() if k not in wholes}
+    tables = set(applied.detail.get("tables", ()))
+    for whole in wholes:
+        split, made = _split(_spelt(whole), declared, flat)
+        keys.update(split)
+        tables |= made
+    return replace(applied, detail={**applied.detail, "keys": keys, "tables": sorted(tables)})
+
+
+def _split(
+    table: str, declared: Mapping[str, Any], flat: Mapping[str, Any]
+) -> tuple[dict[str, str], set[str]]:
+    """The keys of a live ``table`` trueup set whole, as declared ones or whole subtables.
+
+    Returns their value digests by key (spelt as declared where declared) and the
+    tables trueup made along the way: ``table`` and the subtables it descends into.
+    """
+    keys: dict[str, str] = {}
+    made = {table}
+    depth = len(parse_key_path(table)) + 1
+    children = {format_key_path(parse_key_path(k)[:depth]) for k in flat if _inside(k, table)}
+    for child in sorted(children):
+        name = next((d for d in declared if _spelt(d) == child), None)
+        if name is None and any(_inside(d, child) for d in declared):
+            inner, tables = _split(child, declared, flat)
+            keys.update(inner)
+            made |= tables
+        else:
+            keys[name or child] = value_digest(_live_value(flat, child))
+    return keys, made
 
 
 def _unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
