@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from pathlib import Path
 
 _GLOB = frozenset("*?[")
@@ -131,3 +131,11 @@ class RootResolver:
                 )
             self.links[parent] = resolved[len(self.root) + 1 :]
         self._safe.add(folder)
+
+
+def within(target: str, places: Set[str]) -> bool:
+    """Whether the normalised ``target`` is one of ``places`` or lies inside one of them."""
+    if not places:
+        return False
+    parts = target.split("/")
+    return any("/".join(parts[:n]) in places for n in range(1, len(parts) + 1))

@@ -130,3 +130,36 @@ def test_an_unmoved_id_is_planned_against_its_record_as_before() -> None:
     seen = {"a": Observed("file", declared.spec["digest"], {"executable": False})}
     result = compute_plan(TARGET, "/p.toml", "d", [declared], seen, applied_as(declared))
     assert [a.type for a in result.actions] == [ActionType.NO_OP]
+
+
+def _dropped_file_under(declared: Resource, edited: bool) -> object:
+    """A file trueup wrote at t/a, dropped; ``declared`` is what the profile says now."""
+    old = file("old")
+    old = Resource("old", "file", "replace", "t/a", old.spec)
+    digest = "edited" if edited else old.spec["digest"]
+    seen = {
+        "old": Observed("file", digest, {"executable": False}),
+        declared.id: Observed("blocked" if declared.target != "t/a" else "file", digest),
+    }
+    return compute_plan(TARGET, "/p.toml", "d", [declared], seen, applied_as(old))
+
+
+@pytest.mark.parametrize("target", ["t/a", "t/a/inside"], ids=["same-place", "below"])
+def test_an_unmodified_dropped_file_in_a_new_targets_way_is_removed_first(target: str) -> None:
+    declared = Resource("new", "file", "replace", target, file("new").spec)
+    if target == "t/a":  # another kind at the same place: a file is no heir to a folder
+        tree = {"x.md": ["file", "d1", False]}
+        declared = Resource("new", "directory", "replace", target, {"files": tree, "digest": "t"})
+    result: Any = _dropped_file_under(declared, edited=False)
+    first, then = result.actions
+    assert (first.resource_id, first.type) == ("old", ActionType.REMOVE_RESOURCE)
+    assert then.resource_id == "new" and then.type.applies
+    assert result.observed["new"] == "absent:None:", (
+        "planned, and checked, as the removal leaves it"
+    )
+
+
+def test_an_edited_dropped_file_in_a_new_targets_way_stays_for_a_person() -> None:
+    declared = Resource("new", "file", "replace", "t/a/inside", file("new").spec)
+    result: Any = _dropped_file_under(declared, edited=True)
+    assert {a.resource_id: a.type for a in result.actions}["new"] is ActionType.DRIFT_CONFLICT

@@ -754,3 +754,53 @@ def test_status_says_queued_while_a_queued_apply_waits_for_a_worker(world: World
     assert world.run("apply", profile, "--root", str(world.root), "--queue", "--yes").code == 0
     status = world.run("status", "--json")
     assert (status.code, status.json["status"]) == (0, "queued"), status.out
+
+
+A_FILE_THERE = """
+[profile]
+id = "r"
+name = "R"
+
+[[resource]]
+id = "commands-file"
+kind = "file"
+target = ".claude/commands"
+content = "one file\\n"
+"""
+
+A_FOLDER_THERE = """
+[profile]
+id = "r"
+name = "R"
+
+[[resource]]
+id = "commands-dir"
+kind = "directory"
+target = ".claude/commands"
+source = "cmds"
+{verify}
+"""
+
+
+@pytest.mark.parametrize("verify", ["", 'verify = { command = ["false"] }'], ids=["ok", "fails"])
+def test_a_file_trueup_wrote_becomes_a_folder_in_one_apply(world: World, verify: str) -> None:
+    """A file is dropped and a folder declared at its name: the file goes, then the folder comes.
+
+    One run is one transaction: if the folder fails its verification, the file
+    is put back as it was.
+    """
+    root = str(world.root)
+    world.write("cmds/review.md", "review\n")
+    first = world.write("r.toml", A_FILE_THERE)
+    assert world.run("apply", str(first), "--root", root, "--yes").code == 0
+    second = world.write("r.toml", A_FOLDER_THERE.format(verify=verify))
+    applied = world.run("apply", str(second), "--root", root, "--yes")
+    commands = world.target(".claude/commands")
+    if verify:
+        assert applied.code == 7, applied.out
+        assert commands.read_text() == "one file\n"
+        return
+    assert applied.code == 0, applied.out + applied.err
+    assert (commands / "review.md").read_text() == "review\n"
+    again = world.run("plan", str(second), "--root", root, "--json")
+    assert again.code == 0 and again.json["status"] == "converged", again.out

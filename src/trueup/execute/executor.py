@@ -52,6 +52,7 @@ from trueup.model import (
     Resource,
     outcome_of,
 )
+from trueup.paths import within
 from trueup.redact import redact_message
 from trueup.settings import DEFAULT_BATCH_SIZE
 from trueup.state.store import RunAction, RunInfo, Store, now
@@ -241,19 +242,30 @@ class Executor:
         """Local actions in batches; a remote (non-restorable) action always alone.
 
         Alone, a remote action is journaled ``running`` right before its call,
-        and what the call returned is recorded right after it.
+        and what the call returned is recorded right after it. A local action
+        whose target a removal earlier in the batch frees (a folder declared
+        where a file was) starts a new batch: the removal must be committed
+        before anything is staged at that place.
         """
         batch: list[tuple[int, Action]] = []
+        freed: set[str] = set()
         for item in pending:
-            if kinds.get(item[1].kind).restorable:
+            action = item[1]
+            if kinds.get(action.kind).restorable:
+                target = self._resource(action).target
+                if freed and within(target, freed):
+                    yield batch
+                    batch, freed = [], set()
                 batch.append(item)
+                if action.type is ActionType.REMOVE_RESOURCE and HANDED_OVER not in action.payload:
+                    freed.add(target)
                 if len(batch) >= self.batch_size:
                     yield batch
-                    batch = []
+                    batch, freed = [], set()
                 continue
             if batch:
                 yield batch
-                batch = []
+                batch, freed = [], set()
             yield [item]
         if batch:
             yield batch

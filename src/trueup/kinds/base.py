@@ -144,6 +144,16 @@ class Kind:
         """Pure. ``resource`` is ``None`` when the declaration dropped it."""
         raise NotImplementedError
 
+    def clears(self, applied: Applied, decision: Decision) -> bool:
+        """Whether ``decision``, the removal of a dropped resource, leaves its target empty.
+
+        A declared resource at that place (or below it) is then planned as if
+        nothing were there: a file trueup wrote becomes a folder of the same
+        name in one apply. ``False`` (the default) keeps it a conflict for a
+        person, which is right whenever something may stay behind.
+        """
+        return False
+
     def unrecorded(self, resource: Resource, observed: Observed) -> Decision | None:
         """A target already as declared that trueup has no record of: take it over?
 

@@ -267,6 +267,13 @@ class FileKind(Kind):
             applied,
         )
 
+    def clears(self, applied: Applied, decision: Decision) -> bool:
+        # The removal of an append-local section keeps the file and its local text.
+        return (
+            decision.type is ActionType.REMOVE_RESOURCE
+            and applied.resource.policy != "append-local"
+        )
+
     @staticmethod
     def _as_written(observed: Observed, applied: Applied) -> bool:
         """The live file is what trueup wrote: its content, and its executable bit."""

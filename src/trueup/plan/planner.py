@@ -27,7 +27,7 @@ from trueup.model import (
     Resource,
     Target,
 )
-from trueup.paths import find_overlaps
+from trueup.paths import find_overlaps, within
 
 
 def topological_order(resources: Iterable[Resource]) -> list[Resource]:
@@ -85,6 +85,14 @@ def compute_plan(
     for rid, taker in heirs.items():  # the first dropped record, for an heir without its own
         if taker not in applied:
             inherited.setdefault(taker, applied[rid])
+    covered = _covered({rid: applied[rid].resource for rid in gone if rid not in heirs}, ordered)
+    clearing = _clearing(covered, {r.id: r.target for r in ordered}, applied, observed, force)
+    cleared = {applied[rid].resource.target for rid in clearing}
+    if cleared:  # planned, and checked before it is written, as what the removal leaves
+        observed = {
+            **observed,
+            **{r.id: ABSENT for r in ordered if within(r.target, cleared)},
+        }
     actions = [
         _action(
             resource,
@@ -99,14 +107,15 @@ def compute_plan(
         for resource in ordered
     ]
     decided = {a.resource_id: a for a in actions}
-    covered = _covered({rid: applied[rid].resource for rid in gone if rid not in heirs}, ordered)
     dropped: list[Action] = []
     for rid in gone:
         record = applied[rid]
         heir = heirs.get(rid)
         seen = observed.get(rid, ABSENT)
         covering = None if heir is not None else covered.get(rid)
-        if seen.state == OVERSIZED:
+        if rid in clearing:
+            decision = clearing[rid]
+        elif seen.state == OVERSIZED:
             decision = _unreadable(seen)
         elif covering is not None:
             # Another kind (or a folder around or inside it) is declared there now:
@@ -133,12 +142,12 @@ def compute_plan(
             )
         dropped.append(_action(record.resource, decision, (), dropped=True))
     # Removals first: they free what a declaration may take next (a renamed app's
-    # domain or name at a provider). A handed-over id is forgotten last, once the
-    # id that took its place has been applied.
-    clearing = [
+    # domain or name at a provider, a file's name for a folder). A handed-over id
+    # is forgotten last, once the id that took its place has been applied.
+    first = [
         a for a in dropped if a.type is ActionType.REMOVE_RESOURCE and HANDED_OVER not in a.payload
     ]
-    actions = clearing + actions + [a for a in dropped if a not in clearing]
+    actions = first + actions + [a for a in dropped if a not in first]
     return Plan(
         target=target,
         source=source,
@@ -202,6 +211,35 @@ def _covered(dropped: Mapping[str, Resource], declared: Iterable[Resource]) -> d
             found.setdefault(a, b)
         elif b in gone and a not in gone:
             found.setdefault(b, a)
+    return found
+
+
+def _clearing(
+    covered: Mapping[str, str],
+    targets: Mapping[str, str],
+    applied: Mapping[str, Applied],
+    observed: Mapping[str, Observed],
+    force: frozenset[str],
+) -> dict[str, Decision]:
+    """Dropped ids in the way of a declared one that are removed first, and how.
+
+    A dropped file where a folder is declared now (or one above a declared
+    target) goes first when its kind's own removal would take it and leave
+    nothing there (``Kind.clears``); the declared resource is then planned as
+    absent. One that lies inside a declared target is not in its way: it is
+    handed over. Anything else in the way stays a conflict for a person.
+    """
+    found = {}
+    for rid, covering in covered.items():
+        record = applied[rid]
+        place, declared = record.resource.target, targets[covering]
+        seen = observed.get(rid, ABSENT)
+        if seen.state == OVERSIZED or (place != declared and within(place, {declared})):
+            continue
+        kind = kinds.get(record.resource.kind)
+        decision = kind.plan(None, seen, record, rid in force)
+        if kind.clears(record, decision):
+            found[rid] = decision
     return found
 
 
