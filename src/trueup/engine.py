@@ -293,6 +293,7 @@ class Engine:
         self.refuse_if_locked(prepared, gates)
         if not any(a.type is not ActionType.NO_OP for a in plan.actions):
             self._audit_applied(prepared.target, plan.digest, None)
+            self._record_settled(prepared, gates)
             return None
         # While the run holds the lock, SIGTERM ends it as Ctrl-C would.
         with signals_interrupt(KeyboardInterrupt):
@@ -316,6 +317,19 @@ class Engine:
                 raise self._interrupted_outside_actions(run) from None
         self._audit_applied(prepared.target, plan.digest, result)
         return result
+
+    def _record_settled(self, prepared: Prepared, gates: Gates) -> None:
+        """Record a run with nothing to do when the last one left a person something to see.
+
+        Otherwise ``status`` would go on reporting that failed, interrupted or
+        abandoned run after an apply found everything as declared. A converged
+        target is not recorded again: a run row would only grow the history.
+        """
+        last = self.store.last_run(prepared.target.key)
+        if last is None or last.outcome == Outcome.CONVERGED.value:
+            return
+        run = gates.lock(prepared.plan)
+        self.store.set_run_status(run.id, "finished", Outcome.CONVERGED.value, "nothing to change")
 
     def refuse_if_locked(self, prepared: Prepared, gates: Gates | None = None) -> None:
         """Refuse (and audit) an apply while another run holds the target.

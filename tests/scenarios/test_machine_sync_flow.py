@@ -660,6 +660,16 @@ def test_status_after_an_abandoned_run_says_so(world: World) -> None:
     status = world.run("status", "--json")
     assert status.code == 7 and status.json["status"] == "interrupted", status.out
     assert "was abandoned part-way" in world.run("status").out
+    # The abandoned run wrote the file: an apply finds nothing to change, and says so
+    # to status too, once; applying a converged target again records nothing more.
+    last_runs = []
+    for _ in range(2):
+        applied = world.run("apply", str(profile), "--root", root, "--yes")
+        assert applied.code == 0 and "nothing to change" in applied.out, applied.out
+        status = world.run("status", "--json")
+        assert status.code == 0 and status.json["status"] == "converged", status.out
+        last_runs += [t["last_run"]["id"] for t in status.json["data"]["targets"]]
+    assert len(set(last_runs)) == 1, last_runs
 
 
 def test_status_of_an_empty_store_says_nothing_was_applied_not_converged(world: World) -> None:

@@ -187,7 +187,7 @@ def show_recorded_status(out: Output, engine: Any) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from trueup.cli.status import last_run, last_run_outcome, worst_of
+    from trueup.cli.status import last_run_outcome, worst_of
 
     states = engine.status()
     blocked = [r.to_json() for r in engine.store.blocked_runs() if r.target.kind == "org"]
@@ -195,7 +195,7 @@ def show_recorded_status(out: Output, engine: Any) -> int:
     # never got to update the state): as `trueup status` reads them.
     found = {last_run_outcome(s.outcome) for _, s in states}
     for key, _ in states:
-        run = last_run(engine.store, key)
+        run = engine.store.last_run(key)
         found.add(last_run_outcome(run.outcome) if run else None)
     if any(s.failed_fields for _, s in states):
         found.add(Outcome.HUMAN_ACTION_REQUIRED)

@@ -80,11 +80,6 @@ def worst_of(found: set[Outcome | None]) -> Outcome:
     return next((o for o in _WORST_FIRST if o in found), Outcome.CONVERGED)
 
 
-def last_run(store: Any, key: str) -> Any:
-    """The target's latest run that got as far as changing something (a refusal did not)."""
-    return next((r for r in store.runs(key, 10) if r.outcome != "refused"), None)
-
-
 def _replan(run: dict[str, Any]) -> str:
     """The command that shows where a target stands now."""
     target = run["target"]
@@ -101,7 +96,7 @@ def _recorded(out: Output, engine: Any) -> int:
 
     targets = []
     for key in filter(readable, store.targets()):
-        last = last_run(store, key)
+        last = store.last_run(key)
         targets.append(
             {
                 "target": key,

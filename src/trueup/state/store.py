@@ -336,6 +336,10 @@ class Store:
         )
         return [run_from_row(r) for r in rows]
 
+    def last_run(self, target_key: str) -> RunInfo | None:
+        """The target's latest run that got as far as changing something (a refusal did not)."""
+        return next((r for r in self.runs(target_key, 10) if r.outcome != "refused"), None)
+
     def blocked_runs(self) -> list[RunInfo]:
         """Unfinished runs that wait for a person (queued jobs wait for a worker instead)."""
         rows = self.db.execute(
