@@ -42,9 +42,15 @@ _SORTED = orjson.OPT_SORT_KEYS
 
 
 def canonical_json(value: Any) -> bytes:
-    """Encode ``value`` as canonical JSON bytes; NaN and infinities are refused."""
+    """Encode ``value`` as canonical JSON bytes; NaN and infinities are refused.
+
+    A lone surrogate (JSON's ``"\ud800"``, YAML's escaped surrogate pairs, both
+    read as such) has no UTF-8 spelling: it is encoded as its three bytes all
+    the same ("surrogatepass"), so a file holding one still has an identity.
+    Text without one encodes exactly as before.
+    """
     try:
-        return _ENCODER.encode(value).encode("utf-8")
+        return _ENCODER.encode(value).encode("utf-8", "surrogatepass")
     except ValueError as exc:
         if "Out of range float" not in str(exc):
             raise

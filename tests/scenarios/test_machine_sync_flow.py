@@ -814,3 +814,25 @@ def test_a_file_trueup_wrote_becomes_a_folder_in_one_apply(world: World, verify:
     assert (commands / "review.md").read_text() == "review\n"
     again = world.run("plan", str(second), "--root", root, "--json")
     assert again.code == 0 and again.json["status"] == "converged", again.out
+
+
+@pytest.mark.parametrize(
+    ("name", "live"),
+    [("c.json", '{"other": "\\ud800"}\n'), ("c.yaml", 'other: "\\ud83d\\ude00"\n')],
+    ids=["json-lone-surrogate", "yaml-escaped-pair"],
+)
+def test_a_config_file_holding_lone_surrogates_is_merged_like_any_other(
+    world: World, name: str, live: str
+) -> None:
+    """JSON and YAML escapes can spell text that has no UTF-8 form; the file is still the user's."""
+    world.target(name).write_text(live)
+    profile = world.write(
+        "c.toml",
+        f'[profile]\nid = "c"\nname = "C"\n[[resource]]\nid = "c"\nkind = "config"\n'
+        f'target = "{name}"\nkeys = {{ a = 1 }}\n',
+    )
+    applied = world.run("apply", str(profile), "--root", str(world.root), "--yes")
+    assert applied.code == 0, applied.out + applied.err
+    assert world.target(name).read_text().startswith(live.rstrip("}\n"))
+    again = world.run("plan", str(profile), "--root", str(world.root), "--json")
+    assert again.code == 0 and again.json["status"] == "converged", again.out
