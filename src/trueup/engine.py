@@ -30,6 +30,7 @@ from trueup.execute.crashpoints import reach
 from trueup.execute.executor import (
     ActionResult,
     Executor,
+    Restored,
     RunResult,
     restore_interrupted,
     signals_interrupt,
@@ -480,14 +481,13 @@ class Engine:
         )
         source = Path(run.declaration or "")
         if not run.declaration or not source.exists():
-            self.store.set_run_status(
-                run.id,
-                "finished",
-                Outcome.INTERRUPTED.value,
-                "recovered: in-flight actions restored; declaration gone",
+            return self._not_redone(
+                run,
+                rollback,
+                restored,
+                f"as its declaration {source} no longer exists: to finish it, put that "
+                "file back, then trueup plan and apply",
             )
-            rollback.discard()
-            return RunResult(run.id, Outcome.INTERRUPTED, [], "declaration no longer exists")
         started = self.store.last_event(run.id, "run.started") or {}
         prepared = self.prepare(source, Path(run.target.location), started.get("force", ()))
         surprises = unplanned(prepared.plan, journaled)
@@ -496,22 +496,33 @@ class Engine:
             surprises.insert(0, f"{source} changed after the run planned it")
         if surprises:
             # Nobody reviewed these: the run was to do something else there.
-            kept = f" (kept as changed after the run: {', '.join(restored.kept)})"
-            message = (
-                f"recovered: in-flight actions restored{kept if restored.kept else ''}; the rest "
-                f"was not redone, as it is not what the run planned any more ({surprises[0]}): "
-                "review it with trueup plan, then apply"
+            return self._not_redone(
+                run,
+                rollback,
+                restored,
+                f"as it is not what the run planned any more ({surprises[0]}): review it with "
+                "trueup plan, then apply",
             )
-            outcome = Outcome.HUMAN_ACTION_REQUIRED
-            self.store.set_run_status(run.id, "finished", outcome.value, message)
-            rollback.discard()
-            done = [
-                ActionResult(a.seq, a.action, a.status, message=a.message or "")
-                for a in self.store.run_actions(run.id)
-                if a.status == "succeeded"
-            ]
-            return RunResult(run.id, outcome, done, message)
         return self._execute(run, prepared, self.store.next_seq(run.id), progress)
+
+    def _not_redone(
+        self, run: RunInfo, rollback: RollbackStore, restored: Restored, why: str
+    ) -> RunResult:
+        """Finish a recovered run without redoing the rest: a person decides what comes next."""
+        kept = f" (kept as changed after the run: {', '.join(restored.kept)})"
+        message = (
+            f"recovered: in-flight actions restored{kept if restored.kept else ''}; the rest "
+            f"was not redone, {why}"
+        )
+        outcome = Outcome.HUMAN_ACTION_REQUIRED
+        self.store.set_run_status(run.id, "finished", outcome.value, message)
+        rollback.discard()
+        done = [
+            ActionResult(a.seq, a.action, a.status, message=a.message or "")
+            for a in self.store.run_actions(run.id)
+            if a.status == "succeeded"
+        ]
+        return RunResult(run.id, outcome, done, message)
 
     def abandon(self, run_id: str | None) -> RunInfo:
         """Release an unfinished run's lock, leaving targets exactly as they are."""

@@ -256,6 +256,20 @@ def test_recover_does_not_apply_a_declaration_changed_after_the_crash(world: Wor
     assert not world.target("b.txt").exists()
 
 
+def test_recover_without_the_declaration_finishes_the_run_and_says_what_next(
+    world: World,
+) -> None:
+    world.target("a.txt").write_text("original\n")
+    profile = world.write("a.toml", ONE_REPLACE)
+    killed(world, str(profile))
+    profile.unlink()
+    recovered = world.run("recover")
+    assert recovered.code == 3, recovered.out + recovered.err
+    assert f"its declaration {profile} no longer exists" in recovered.out
+    assert "trueup recover" not in recovered.out, "the run is finished: recover again refuses"
+    assert world.run("status", "--json").json["data"]["blocked_runs"] == []
+
+
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_a_signal_during_recover_leaves_the_run_for_another_recover(world: World, sig: str) -> None:
     world.target("a.txt").write_text("original\n")
