@@ -40,6 +40,12 @@ class Machine:
     def action(self, body: str, rid: str, force: tuple[str, ...] = ()) -> Action:
         return next(a for a in self.plan(body, force).actions if a.resource_id == rid)
 
+    def preview(self, body: str, rid: str) -> str:
+        """The diff a person is shown for resource ``rid`` before applying."""
+        prepared = self.engine.prepare(self.profile(body), self.root, ())
+        action = next(a for a in prepared.plan.actions if a.resource_id == rid)
+        return self.engine.preview(prepared, action)
+
     def apply(self, body: str, force: tuple[str, ...] = ()) -> RunResult | None:
         prepared = self.engine.prepare(self.profile(body), self.root, force)
         # The profile's display name confirms steps that destroy data.

@@ -208,3 +208,17 @@ def test_drift_from_something_in_the_way_names_all_three_sides(machine: Machine)
     machine.put("out/b", "a file where the folder goes")
     drift = machine.action(DIRECTORY, "d").payload["drift"]
     assert drift["applied"] and drift["desired"] and drift["observed"], drift
+
+
+@pytest.mark.parametrize(("writes", "removes", "hidden"), [(80, 0, 30), (60, 40, 10), (50, 50, 0)])
+def test_a_shortened_file_list_says_how_many_files_it_leaves_out(
+    machine: Machine, writes: int, removes: int, hidden: int
+) -> None:
+    for i in range(writes):
+        machine.source(f"src/new{i:03d}", "n")
+    for i in range(removes):
+        machine.put(f"out/old{i:03d}", "o")
+    preview = machine.preview(REPLACE, "d").splitlines()
+    listed = [line for line in preview if line[:2] in ("+ ", "- ")]
+    assert len(listed) == min(writes, 50) + min(removes, 50)
+    assert (preview[-1] == f"… and {hidden} more") if hidden else (preview[-1] in listed)

@@ -204,12 +204,18 @@ def listed(rels: list[str], most: int = 3) -> str:
     return ", ".join(rels[:most]) + more
 
 
-def tree_preview(action: Action) -> str:
-    lines = [f"+ {rel}\n" for rel in action.payload.get("write", [])[:50]]
-    lines += [f"- {rel}\n" for rel in action.payload.get("remove", [])[:50]]
-    total = len(action.payload.get("write", [])) + len(action.payload.get("remove", []))
-    if total > 100:
-        lines.append(f"… and {total - len(lines)} more\n")
+def tree_preview(action: Action, most: int = 50) -> str:
+    """The files a mirror writes (+) and removes (-), at most ``most`` of each.
+
+    Whatever is left out is counted on a last line, so a person confirming
+    the plan never takes a shortened list for the whole of it.
+    """
+    write, remove = action.payload.get("write", []), action.payload.get("remove", [])
+    lines = [f"+ {rel}\n" for rel in write[:most]]
+    lines += [f"- {rel}\n" for rel in remove[:most]]
+    hidden = len(write) + len(remove) - len(lines)
+    if hidden:
+        lines.append(f"… and {hidden} more\n")
     return "".join(lines)
 
 
