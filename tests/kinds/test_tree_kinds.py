@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from machine import Machine
 
@@ -138,6 +140,29 @@ def test_a_dropped_skill_with_a_file_added_by_hand_is_drift_and_kept(machine: Ma
     machine.apply("")
     assert machine.path("skills/s/notes.md").read_text() == "my notes"
     assert machine.path("skills/s/SKILL.md").read_text() == "v1"
+
+
+@pytest.mark.parametrize("body", [SKILL, DIRECTORY, REPLACE], ids=["skill", "directory", "replace"])
+@pytest.mark.parametrize("by", ["file", "link"])
+def test_a_dropped_folder_replaced_by_a_file_or_link_is_drift_and_kept(
+    machine: Machine, tmp_path_factory: pytest.TempPathFactory, body: str, by: str
+) -> None:
+    rid, source, target = ("s", "skill", "skills/s") if body is SKILL else ("d", "src", "out")
+    machine.source(f"{source}/a.txt", "a")
+    machine.converge(body)
+    shutil.rmtree(machine.path(target))
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "a.txt").write_text("a")  # even a link to the very same files
+    if by == "file":
+        machine.put(target, "my own thing")
+    else:
+        machine.path(target).symlink_to(elsewhere)
+    assert machine.action("", rid).type is T.DRIFT_CONFLICT
+    machine.apply("")
+    kept = machine.path(target)
+    assert (kept.readlink() == elsewhere) if by == "link" else (kept.read_text() == "my own thing")
+    assert (elsewhere / "a.txt").read_text() == "a"
+    assert machine.action("", rid).type is T.DRIFT_CONFLICT, "the record is kept"
 
 
 def test_a_file_or_link_where_a_declared_folder_should_be_is_drift(

@@ -89,12 +89,20 @@ def owned_unmodified(applied: Applied, live: Tree) -> list[str]:
     return [rel for rel, entry in owned.items() if live.get(rel) == entry]
 
 
-def in_the_way(desired: Tree, observed: Observed) -> str | None:
-    """A path a file must go to that holds a folder, or the target itself not a folder."""
+def not_a_folder(observed: Observed, place: str = "where the folder should be") -> str | None:
+    """What stands at ``place`` (or above it) instead of a folder, in words; ``None`` if nothing."""
     if observed.state == "blocked":
         return obstacle(observed.state)
     if observed.state not in ("absent", "directory"):
-        return f"a {observed.state} is where the folder should be"
+        return f"a {observed.state} is {place}"
+    return None
+
+
+def in_the_way(desired: Tree, observed: Observed) -> str | None:
+    """A path a file must go to that holds a folder, or the target itself not a folder."""
+    target = not_a_folder(observed)
+    if target:
+        return target
     live = observed.detail.get("files", {})
     blocked = sorted(rel for rel in desired if rel not in live and _has_children(rel, live))
     if blocked:
@@ -167,6 +175,16 @@ def removal(applied: Applied, observed: Observed, whole: bool) -> Decision:
     """
     if observed.state == "absent":
         return Decision(ActionType.REMOVE_RESOURCE, "forget (already gone)", {"remove": []})
+    drift = {"observed": observed.digest, "applied": applied.digest, "desired": None}
+    replaced = not_a_folder(observed, "where the folder trueup wrote was")
+    if replaced:
+        # Someone put their own file or link there: it is not what trueup
+        # wrote, so it is theirs, and the record stays until they decide.
+        return Decision(
+            ActionType.DRIFT_CONFLICT,
+            f"drift: no longer declared, but {replaced}; left exactly as it is",
+            drift=drift,
+        )
     live = observed.detail.get("files", {})
     owned = applied.detail.get("files", {})
     unmodified = owned_unmodified(applied, live)
@@ -178,7 +196,7 @@ def removal(applied: Applied, observed: Observed, whole: bool) -> Decision:
             ActionType.DRIFT_CONFLICT,
             f"drift: no longer declared, but {listed(changed)} changed or added since trueup "
             "wrote it: left in place",
-            drift={"observed": observed.digest, "applied": applied.digest, "desired": None},
+            drift=drift,
         )
     remove = sorted(unmodified)
     return Decision(
