@@ -311,6 +311,21 @@ def test_a_pipe_in_a_tree_source_is_refused_at_load(tmp_path: Path) -> None:
     assert "field 'source': pipe in 'src' is a pipe, socket or device" in result.stderr
 
 
+@pytest.mark.parametrize("kind", ["skill", "directory"])
+@pytest.mark.parametrize("inside", ["", "scripts/empty"], ids=["nothing", "empty folders"])
+def test_a_tree_source_without_files_is_refused_at_load(
+    tmp_path: Path, kind: str, inside: str
+) -> None:
+    (tmp_path / "src" / inside).mkdir(parents=True)
+    text = GOOD.replace('kind = "file"', f'kind = "{kind}"').replace(
+        'target = "a/one.txt"\ncontent = "1"', 'target = "sk"\nsource = "src"'
+    )
+    result = run(tmp_path, text)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "resource 'one': field 'source': 'src' holds no files" in result.stderr
+    assert "converged" not in result.stdout
+
+
 @pytest.mark.parametrize(
     ("text", "words"),
     [

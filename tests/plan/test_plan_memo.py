@@ -147,6 +147,18 @@ def test_a_parent_swapped_for_a_link_outside_the_root_is_refused(
         engine.prepare(world / "profile.toml", world / "root")
 
 
+def test_a_source_folder_emptied_after_a_remembered_plan_is_refused(
+    engine: Engine, world: Path
+) -> None:
+    assert changes(engine, world) == []
+    assert remembered(engine, world)
+    (world / "src/tree/a.txt").unlink()
+    (world / "src/tree/sub/b.txt").unlink()  # the empty folder stays
+    age(world)
+    with pytest.raises(UsageError, match="'src/tree' holds no files"):
+        engine.prepare(world / "profile.toml", world / "root")
+
+
 def test_a_plan_remembered_for_one_state_store_is_not_used_for_another(
     engine: Engine, world: Path, tmp_path: Path, fresh_state: object
 ) -> None:

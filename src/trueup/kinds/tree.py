@@ -255,6 +255,17 @@ class TreeKind(Kind):
             what = "does not exist" if st is None else "is not a folder"
             raise UsageError(f"field 'source': {fields['source']!r} {what} (looked in {declared})")
         files = as_tree(fs.walk(source))
+        if not files:
+            # A tree is its files and links: folders exist only as their parents,
+            # as in git. With none, there is nothing to install, and planning
+            # "up to date" with no folder at the target would claim a convergence
+            # that never happened.
+            raise UsageError(
+                f"field 'source': {fields['source']!r} holds no files, so there is nothing "
+                f"to install (looked in {declared})",
+                hint="add the files it should install; trueup installs files and links, not "
+                "empty folders, so a folder meant to start empty needs a placeholder such as .keep",
+            )
         special = sorted(rel for rel, entry in files.items() if entry[0] == "special")
         if special:
             raise UsageError(
