@@ -236,3 +236,19 @@ def test_a_renamed_append_local_resource_whose_file_is_gone_creates_it(machine: 
     machine.path("dir/f.txt").unlink()
     machine.converge(file_resource("append-local", "shared\n").replace('id = "f"', 'id = "g"'))
     assert machine.path("dir/f.txt").read_text() == "# trueup:begin g\nshared\n# trueup:end g\n"
+
+
+@pytest.mark.parametrize("policy", ["replace", "replace-if-unmodified"])
+@pytest.mark.parametrize(("declared", "chmod"), [("true", 0o644), ("false", 0o755)])
+def test_a_dropped_file_whose_mode_was_changed_by_hand_is_left_in_place(
+    machine: Machine, policy: str, declared: str, chmod: int
+) -> None:
+    # The executable bit is part of what trueup wrote, for a removal as for an update.
+    machine.converge(file_resource(policy, "#!/bin/sh\n", f"executable = {declared}\n"))
+    target = machine.path("dir/f.txt")
+    os.chmod(target, chmod)
+    action = machine.action("", "f")
+    assert action.type is T.DRIFT_CONFLICT, action.summary
+    result = machine.apply("")
+    assert result is not None and result.outcome.value == "drift"
+    assert target.read_text() == "#!/bin/sh\n" and target.stat().st_mode & 0o777 == chmod

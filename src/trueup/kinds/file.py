@@ -257,7 +257,7 @@ class FileKind(Kind):
     def _plan_removal(self, applied: Applied, observed: Observed) -> Decision:
         if observed.state == "absent":
             return Decision(ActionType.REMOVE_RESOURCE, "forget (already gone)", {"gone": True})
-        if observed.digest == applied.digest:
+        if self._as_written(observed, applied):
             what = "the source section" if applied.resource.policy == "append-local" else "file"
             return Decision(ActionType.REMOVE_RESOURCE, f"remove {what} (no longer declared)")
         return _conflict(
@@ -276,7 +276,11 @@ class FileKind(Kind):
 
     @staticmethod
     def _as_written(observed: Observed, applied: Applied) -> bool:
-        """The live file is what trueup wrote: its content, and its executable bit."""
+        """The live file is what trueup wrote: its content, and its executable bit.
+
+        One rule for an update and for a removal: a hand-made chmod is a local
+        modification either way, and a modified file is never replaced or deleted.
+        """
         if observed.digest != applied.digest:
             return False
         if observed.state != "file":
