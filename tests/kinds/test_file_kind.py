@@ -252,3 +252,11 @@ def test_a_dropped_file_whose_mode_was_changed_by_hand_is_left_in_place(
     result = machine.apply("")
     assert result is not None and result.outcome.value == "drift"
     assert target.read_text() == "#!/bin/sh\n" and target.stat().st_mode & 0o777 == chmod
+
+
+def test_a_dropped_modified_file_says_once_that_it_is_left_as_it_is(machine: Machine) -> None:
+    machine.converge(file_resource("replace", "v1\n"))
+    machine.path("dir/f.txt").write_text("mine\n")
+    assert machine.action("", "f").summary == (
+        "drift: no longer declared, but modified since trueup wrote it; left exactly as it is"
+    )

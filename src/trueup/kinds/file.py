@@ -261,7 +261,7 @@ class FileKind(Kind):
             what = "the source section" if applied.resource.policy == "append-local" else "file"
             return Decision(ActionType.REMOVE_RESOURCE, f"remove {what} (no longer declared)")
         return _conflict(
-            "no longer declared, but modified since trueup wrote it: left in place",
+            "no longer declared, but modified since trueup wrote it",
             applied.resource,
             observed,
             applied,
