@@ -260,3 +260,17 @@ def test_a_dropped_modified_file_says_once_that_it_is_left_as_it_is(machine: Mac
     assert machine.action("", "f").summary == (
         "drift: no longer declared, but modified since trueup wrote it; left exactly as it is"
     )
+
+
+def test_a_dropped_append_local_section_already_removed_by_hand_is_forgotten(
+    machine: Machine,
+) -> None:
+    # The follower deleted trueup's section and kept their own text: the section
+    # is already gone, as verify() says of missing markers, so nothing is left to do.
+    machine.put("dir/f.txt", "my notes\n")
+    machine.converge(file_resource("append-local", "shared\n"))
+    machine.path("dir/f.txt").write_text("my notes\n")
+    action = machine.action("", "f")
+    assert action.type is T.REMOVE_RESOURCE and action.summary.startswith("forget"), action.summary
+    machine.converge("")
+    assert machine.path("dir/f.txt").read_text() == "my notes\n"

@@ -255,8 +255,9 @@ class FileKind(Kind):
         return _conflict(f"section markers are {markers}", resource, observed, applied)
 
     def _plan_removal(self, applied: Applied, observed: Observed) -> Decision:
-        if observed.state == "absent":
-            return Decision(ActionType.REMOVE_RESOURCE, "forget (already gone)", {"gone": True})
+        if _gone(observed):
+            why = "its section is already gone" if observed.state == "file" else "already gone"
+            return Decision(ActionType.REMOVE_RESOURCE, f"forget ({why})", {"gone": True})
         if self._as_written(observed, applied):
             what = "the source section" if applied.resource.policy == "append-local" else "file"
             return Decision(ActionType.REMOVE_RESOURCE, f"remove {what} (no longer declared)")
@@ -336,7 +337,7 @@ class FileKind(Kind):
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
         observed = self.observe(resource, ctx)
         if action.type is ActionType.REMOVE_RESOURCE:
-            gone = observed.state == "absent" or observed.detail.get("markers") == "missing"
+            gone = _gone(observed)
             return Evidence("passed" if gone else "failed", "absence", observed.digest)
         expected = resource.spec.get("section_digest") or resource.spec["digest"]
         evidence = evidence_of(observed, expected)
@@ -364,6 +365,16 @@ class FileKind(Kind):
         else:
             new = self._new_bytes(resource, ctx.fs, path)
         return text_diff(old, new, resource.target)
+
+
+def _gone(observed: Observed) -> bool:
+    """Nothing trueup wrote is left: no target, or (append-local) no section in it.
+
+    The follower's own text around a section is theirs, so a file whose markers
+    were deleted by hand holds nothing of trueup's: a removal has nothing to do,
+    and a removal that took the section out is done.
+    """
+    return observed.state == "absent" or observed.detail.get("markers") == "missing"
 
 
 def _executable_now(ctx: ObserveContext, path: Path | str) -> bool:
