@@ -274,3 +274,37 @@ def test_a_dropped_append_local_section_already_removed_by_hand_is_forgotten(
     assert action.type is T.REMOVE_RESOURCE and action.summary.startswith("forget"), action.summary
     machine.converge("")
     assert machine.path("dir/f.txt").read_text() == "my notes\n"
+
+
+def test_append_local_leaves_the_follower_s_mode_alone_unless_one_is_declared(
+    machine: Machine,
+) -> None:
+    # Only the section is trueup's (machine-sync.md, append-local): without a
+    # declared `executable`, the file's mode is the follower's, on every write.
+    machine.put("dir/f.txt", "echo mine\n")
+    machine.converge(file_resource("append-local", "echo shared\n"))
+    target = machine.path("dir/f.txt")
+    os.chmod(target, 0o740)
+    assert machine.action(file_resource("append-local", "echo shared\n"), "f").type is T.NO_OP
+    machine.converge(file_resource("append-local", "echo shared v2\n"))
+    assert target.stat().st_mode & 0o777 == 0o740
+    assert machine.action("", "f").type is T.REMOVE_RESOURCE
+    machine.converge("")
+    assert target.read_text() == "echo mine\n" and target.stat().st_mode & 0o777 == 0o740
+
+
+@pytest.mark.parametrize(
+    ("declared", "chmod", "summary"),
+    [("true", 0o644, "set the executable bit"), ("false", 0o755, "clear the executable bit")],
+)
+def test_append_local_says_which_way_a_declared_executable_bit_changes(
+    machine: Machine, declared: str, chmod: int, summary: str
+) -> None:
+    body = file_resource("append-local", "echo shared\n", f"executable = {declared}\n")
+    machine.converge(body)
+    target = machine.path("dir/f.txt")
+    os.chmod(target, chmod)
+    action = machine.action(body, "f")
+    assert (action.type, action.summary) == (T.WRITE_FILE, summary)
+    machine.converge(body)
+    assert bool(target.stat().st_mode & 0o111) is (declared == "true")

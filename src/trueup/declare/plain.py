@@ -48,6 +48,10 @@ def is_bool(value: Any) -> bool:
     return type(value) is bool
 
 
+def is_optional_bool(value: Any) -> bool:
+    return value is None or type(value) is bool
+
+
 def checked(raw: Any, shape: Shape) -> dict[str, Any] | None:
     """``raw`` with defaults filled in, if every field is known and plainly valid."""
     if not isinstance(raw, Mapping) or not set(raw) <= set(shape):

@@ -33,7 +33,8 @@ from trueup.plan.planner import topological_order
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
-CACHE_FORMAT = f"trueup-profile-cache/{__version__}/2"  # 2: only profiles past every check
+# 2: only profiles past every check; 3: an undeclared `executable` is absent, not false
+CACHE_FORMAT = f"trueup-profile-cache/{__version__}/3"
 Entry = dict[str, Any]
 
 

@@ -7,13 +7,14 @@ append-local keeps a marked source section and leaves every byte outside it
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trueup.canonical import sha256_hex
-from trueup.declare.plain import checked, is_bool, is_optional_str
+from trueup.declare.plain import checked, is_optional_bool, is_optional_str
 from trueup.fs import ReadOnlyFS
 from trueup.kinds.base import (
     BY_HAND,
@@ -54,7 +55,12 @@ def file_fields() -> type[BaseModel]:
         source: str | None = None
         # No file system makes a link to nothing: refused here, not by a failed apply.
         link: str | None = Field(default=None, min_length=1)
-        executable: bool = False
+        # Absent is not false: under append-local the mode is then the follower's.
+        executable: bool | None = Field(
+            default=None,
+            description="absent: not executable, except under append-local, where the "
+            "file's own mode is left as it is",
+        )
 
         @model_validator(mode="after")
         def _one_origin(self) -> FileFields:
@@ -71,7 +77,7 @@ _PLAIN = {
     "content": (is_optional_str, None),
     "source": (is_optional_str, None),
     "link": (is_optional_str, None),
-    "executable": (is_bool, False),
+    "executable": (is_optional_bool, None),
 }
 
 
@@ -153,6 +159,10 @@ class FileKind(Kind):
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
     ) -> dict[str, Any]:
         spec = resolve_source(fields, base_dir, fs)
+        if policy != "append-local":
+            # The whole file is trueup's, its mode too: undeclared means not executable.
+            # append-local owns only its section, so there the mode stays the follower's.
+            spec.setdefault("executable", False)
         if spec.get("link") is not None:
             if policy == "append-local":
                 raise ValueError("append-local needs content or source, not link")
@@ -242,9 +252,9 @@ class FileKind(Kind):
         if observed.state != "file":
             return _conflict(obstacle(observed.state), resource, observed, applied, BY_HAND)
         if markers == "ok":
-            executable = resource.spec.get("executable", False)
-            if observed.digest == desired and observed.detail.get("executable") != executable:
-                return Decision(ActionType.WRITE_FILE, "restore the executable bit")
+            if observed.digest == desired and not _mode_as_declared(resource.spec, observed):
+                change = "set" if resource.spec["executable"] else "clear"
+                return Decision(ActionType.WRITE_FILE, f"{change} the executable bit")
             if observed.digest == desired:
                 return Decision(ActionType.NO_OP, "source section up to date")
             if force or (applied is not None and observed.digest == applied.digest):
@@ -284,11 +294,7 @@ class FileKind(Kind):
         """
         if observed.digest != applied.digest:
             return False
-        if observed.state != "file":
-            return True
-        return bool(observed.detail.get("executable")) == bool(
-            applied.resource.spec.get("executable", False)
-        )
+        return observed.state != "file" or _mode_as_declared(applied.resource.spec, observed)
 
     @staticmethod
     def _matches(resource: Resource, observed: Observed) -> bool:
@@ -298,7 +304,7 @@ class FileKind(Kind):
         return (
             observed.state == "file"
             and observed.digest == spec["digest"]
-            and observed.detail.get("executable") == spec.get("executable", False)
+            and _mode_as_declared(spec, observed)
         )
 
     # -- execute ------------------------------------------------------------
@@ -311,7 +317,7 @@ class FileKind(Kind):
             if resource.policy == "append-local":
                 _, before, _, after = self._markers(resource).split(ctx.fs.read_bytes(path))
                 if before + after:
-                    ctx.fs.write(path, before + after, _executable_now(ctx, path))
+                    ctx.fs.write(path, before + after, mode=_mode_now(ctx, path))
                     return
             ctx.fs.remove(path)
             return
@@ -321,7 +327,10 @@ class FileKind(Kind):
             return
         known = None if resource.policy == "append-local" else spec["digest"]
         data = self._new_bytes(resource, ctx.fs, path)
-        ctx.fs.write(path, data, spec.get("executable", False), digest=known, exclusive=exclusive)
+        executable = spec.get("executable")
+        # An undeclared mode (append-local) is the follower's: kept bit for bit.
+        mode = _mode_now(ctx, path) if executable is None else None
+        ctx.fs.write(path, data, bool(executable), mode=mode, digest=known, exclusive=exclusive)
 
     def _new_bytes(self, resource: Resource, fs: ReadOnlyFS, path: Path | str) -> bytes:
         data = declared_bytes(resource.spec, fs)
@@ -341,12 +350,9 @@ class FileKind(Kind):
             return Evidence("passed" if gone else "failed", "absence", observed.digest)
         expected = resource.spec.get("section_digest") or resource.spec["digest"]
         evidence = evidence_of(observed, expected)
-        if evidence.passed and not resource.spec.get("link"):
-            exec_ok = observed.detail.get("executable") == resource.spec.get("executable", False)
-            if not exec_ok:
-                return Evidence(
-                    "failed", "digest", observed.digest, message="executable bit differs"
-                )
+        linked = resource.spec.get("link") is not None
+        if evidence.passed and not linked and not _mode_as_declared(resource.spec, observed):
+            return Evidence("failed", "digest", observed.digest, message="executable bit differs")
         return evidence
 
     def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
@@ -377,9 +383,16 @@ def _gone(observed: Observed) -> bool:
     return observed.state == "absent" or observed.detail.get("markers") == "missing"
 
 
-def _executable_now(ctx: ObserveContext, path: Path | str) -> bool:
-    entry = ctx.fs.entry(path)
-    return bool(entry and entry.executable)
+def _mode_as_declared(spec: Mapping[str, Any], observed: Observed) -> bool:
+    """The live executable bit is the declared one, or none is declared (append-local)."""
+    declared = spec.get("executable")
+    return declared is None or bool(observed.detail.get("executable")) == declared
+
+
+def _mode_now(ctx: ObserveContext, path: Path | str) -> int | None:
+    """The permission bits of the regular file at ``path``; ``None`` if there is none."""
+    st = ctx.fs.lstat(path)
+    return stat.S_IMODE(st.st_mode) & 0o777 if st is not None and stat.S_ISREG(st.st_mode) else None
 
 
 def _shape(resource: Resource) -> str:
