@@ -65,7 +65,7 @@ KIND_FIELDS = {
             {"content": st.text(max_size=3)}, optional={"executable": st.booleans()}
         ),
         st.fixed_dictionaries({"source": st.just("s.txt")}),
-        st.fixed_dictionaries({"link": st.just("t")}),
+        st.fixed_dictionaries({"link": st.sampled_from(["t", "", "a\0b"])}),
     ),
     "directory": st.fixed_dictionaries({"source": st.just("tree")}),
     "skill": st.fixed_dictionaries({"source": st.just("skill")}),

@@ -140,6 +140,10 @@ BAD = {
         GOOD.replace('content = "1"', 'link = ""'),
         ["resource 'one'", "field 'link'", "at least 1 character"],
     ),
+    "a NUL in a link": (
+        GOOD.replace('content = "1"', 'link = "a\\u0000b"'),
+        ["resource 'one'", "field 'link'", "NUL"],
+    ),
     "a string for a boolean": (
         GOOD.replace('content = "1"', 'content = "1"\nexecutable = "yes"'),
         ["resource 'one'", "field 'executable'", "boolean"],
@@ -365,6 +369,7 @@ AGREEMENT = {
     "glob target": (_resource(target="a*.txt"), False),
     "dot-dot inside": (_resource(target="a/../b"), False),
     "dots in a name": (_resource(target="a/..b/c"), True),
+    "a NUL in a link": ({"id": "r", "kind": "file", "target": "a", "link": "a\0b"}, False),
     "link and append-local": (
         {"id": "r", "kind": "file", "target": "a", "link": "b", "policy": "append-local"},
         False,

@@ -43,10 +43,13 @@ def profile_schema() -> dict[str, Any]:
     return _with_rules_pydantic_cannot_spell(ProfileFile.model_json_schema())
 
 
-# What the loader checks beyond the models (paths.normalise_target, the file
-# kind's one origin, key paths), spelt for editors. JSON Schema's regexes are
-# ECMA 262: lookaheads are fine there, though pydantic's own validator lacks them.
+# What the loader checks beyond the models' types (paths.normalise_target, the
+# file kind's one origin and NUL-free link, key paths), spelt for editors. JSON
+# Schema's regexes are ECMA 262: lookaheads are fine there, though pydantic's own
+# validator lacks them.
 _TARGET = r"^(?![/\\])(?![A-Za-z]:)(?!(?:.*[/\\])?\.\.(?:[/\\]|$))(?=.*[^/.\s])[^*?\[\]\x00]+$"
+# A symlink target (file_fields' link validator): no NUL anywhere.
+_NO_NUL = r"^[^\x00]*$"
 # A key path (formats.parse_key_path): segments, bare or in double quotes (where
 # dots, quotes and backslashes may appear), none empty, reserved or holding NUL,
 # at most MAX_KEY_DEPTH of them.
@@ -62,6 +65,7 @@ def _with_rules_pydantic_cannot_spell(schema: dict[str, Any]) -> dict[str, Any]:
         model["properties"]["target"]["pattern"] = _TARGET
         if name == "FileResource":
             model["oneOf"] = [{"required": [origin]} for origin in ("content", "source", "link")]
+            model["properties"]["link"]["pattern"] = _NO_NUL
             model["if"] = {"required": ["link"]}
             model["then"] = {"properties": {"policy": {"not": {"const": "append-local"}}}}
         if name == "ConfigResource":

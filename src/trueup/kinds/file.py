@@ -46,7 +46,7 @@ _HTML_SUFFIXES = (".md", ".markdown", ".mdc", ".html", ".htm", ".xml")
 @cache
 def file_fields() -> type[BaseModel]:
     """Built on first use: a warm no-op plan never imports pydantic."""
-    from pydantic import BaseModel, ConfigDict, Field, model_validator
+    from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
     class FileFields(BaseModel):
         model_config = ConfigDict(extra="forbid", strict=True)
@@ -62,6 +62,14 @@ def file_fields() -> type[BaseModel]:
             "file's own mode is left as it is",
         )
 
+        @field_validator("link")
+        @classmethod
+        def _no_nul(cls, link: str | None) -> str | None:
+            # No symlink holds a NUL either: refused at load, not by os.symlink in apply.
+            if link is not None and "\0" in link:
+                raise ValueError("a symlink target cannot contain a NUL character")
+            return link
+
         @model_validator(mode="after")
         def _one_origin(self) -> FileFields:
             given = [n for n in ("content", "source", "link") if getattr(self, n) is not None]
@@ -72,11 +80,16 @@ def file_fields() -> type[BaseModel]:
     return FileFields
 
 
+def _is_plain_link(value: Any) -> bool:
+    """Absent, or a link file_fields() accepts; otherwise pydantic words the error."""
+    return value is None or (type(value) is str and value != "" and "\0" not in value)
+
+
 _ORIGINS = ("content", "source", "link")
 _PLAIN = {
     "content": (is_optional_str, None),
     "source": (is_optional_str, None),
-    "link": (is_optional_str, None),
+    "link": (_is_plain_link, None),
     "executable": (is_optional_bool, None),
 }
 
@@ -150,8 +163,6 @@ class FileKind(Kind):
     def plain_fields(self, fields: Mapping[str, Any]) -> dict[str, Any] | None:
         found = checked(fields, _PLAIN)
         if found is None or sum(found[n] is not None for n in _ORIGINS) != 1:
-            return None
-        if found["link"] == "":  # pydantic words the error
             return None
         return {k: v for k, v in found.items() if v is not None}
 
