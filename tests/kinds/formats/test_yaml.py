@@ -515,3 +515,64 @@ def test_removing_the_last_key_gives_back_the_file_as_it_was(before: str) -> Non
     removed = doc(added.to_text())
     removed.delete(("k",))
     assert removed.to_text() == before
+
+
+# --- values ruamel spells on another number of lines ----------------------------
+#
+# ruamel joins a flow list written over several lines, joins a plain scalar folded
+# over lines and turns `!!binary x` into a block scalar. An edit elsewhere must
+# leave them exactly as the file has them.
+
+RESPELLED = {
+    "multi-line flow list": 'args: [\n  "--a",\n  "--b",\n]\n',
+    "multi-line plain scalar": "desc: a plain\n  multi-line scalar\n",
+    "binary scalar": "bin: !!binary aGVsbG8=\n",
+}
+
+
+def _nested(text: str, prefix: KeyPath) -> str:
+    """``text`` as the value of ``outer`` (indented two spaces) when ``prefix`` says so."""
+    if not prefix:
+        return text
+    indented = "".join("  " + line for line in text.splitlines(keepends=True))
+    return f"outer:\n{indented}tail: 0\n"
+
+
+@pytest.mark.parametrize("prefix", [(), ("outer",)], ids=["top-level", "nested"])
+@pytest.mark.parametrize("shape", list(RESPELLED.values()), ids=list(RESPELLED))
+def test_respelled_values_next_to_edited_keys_are_kept_byte_for_byte(
+    shape: str, prefix: KeyPath
+) -> None:
+    document = doc(_nested(f"before: 1\ngone: x\n{shape}after: 2\n", prefix))
+    document.delete((*prefix, "gone"))
+    document.set((*prefix, "after"), 3)
+    document.set((*prefix, "zz"), 1)
+    assert document.to_text() == _nested(f"before: 1\n{shape}after: 3\nzz: 1\n", prefix)
+
+
+@pytest.mark.parametrize("prefix", [(), ("outer",)], ids=["top-level", "nested"])
+@pytest.mark.parametrize("shape", list(RESPELLED.values()), ids=list(RESPELLED))
+def test_a_key_added_after_a_respelled_value_leaves_it_as_it_was(
+    shape: str, prefix: KeyPath
+) -> None:
+    document = doc(_nested(f"before: 1\n{shape}", prefix))
+    document.set((*prefix, "zz"), 1)
+    assert document.to_text() == _nested(f"before: 1\n{shape}zz: 1\n", prefix)
+
+
+@pytest.mark.parametrize("edited_key", ["args", "desc", "bin"])
+def test_editing_one_respelled_value_leaves_its_respelled_neighbours_alone(
+    edited_key: str,
+) -> None:
+    shapes = "".join(RESPELLED.values())
+    document = doc(shapes + "b: 2\n")
+    document.set((edited_key,), "new")
+    (old,) = [shape for shape in RESPELLED.values() if shape.startswith(edited_key + ":")]
+    assert document.to_text() == edited(shapes, old, f"{edited_key}: new\n") + "b: 2\n"
+
+
+def test_respelled_sequence_items_and_document_markers_are_kept() -> None:
+    text = "---\nl:\n- a plain\n  multi\n- [1,\n   2]\n- x\nm: 1\n...\n"
+    document = doc(text)
+    document.set(("m",), 2)
+    assert document.to_text() == edited(text, "m: 1\n", "m: 2\n")

@@ -8,8 +8,10 @@ it files each comment under the value *before* it. Three things here compensate:
 * comment lines that visually introduce the next key move with it when a key is
   appended after them or deleted before them, so they stay where they were;
 * after an edit, lines ruamel merely re-spelled (and ``---`` markers it dropped)
-  are restored from the original text; the result is re-parsed and used only if
-  it holds exactly the edited data, otherwise ruamel's own output is used.
+  are restored from the original text, also where it spelled a value on another
+  number of lines (a flow list over several lines joined into one); the result
+  is re-parsed and used only if it holds exactly the edited data, otherwise
+  ruamel's own output is used.
 """
 
 from __future__ import annotations
@@ -338,46 +340,135 @@ def _tidy(container: CommentedMap, key: Any) -> None:
 
 
 # --- restoring untouched lines ---------------------------------------------------
+#
+# ruamel re-spells some values on a different number of lines than the file has
+# them (a flow list over several lines becomes one line, a plain scalar folded over
+# lines is joined, ``!!binary x`` becomes a block scalar). Such a value is a
+# *group*: its ruamel lines stand for a run of original lines as a whole. The
+# nodes both parses share (every key of a block mapping, every item of a block
+# sequence) pin ruamel's lines to the file's, so a group never spans two nodes
+# and an edit to one key cannot drag its re-spelled neighbour along.
 
 
-def _restore(original: str, baseline: str, edited: str) -> str:
+def _node_lines(
+    baseline: object, original: object, pairs: list[tuple[int, int]], seen: set[int]
+) -> None:
+    """Append (ruamel's line, the file's line) of each node below two parses of one text.
+
+    Flow collections are not entered: their items share lines in one spelling and
+    not in the other, so they are no anchor; the collection is one group. A node
+    is entered once: aliases repeat it, and nested aliases of aliases would make
+    the walk exponential in the file's size ("billion laughs").
+    """
+    if id(original) in seen:
+        return
+    seen.add(id(original))
+    if isinstance(original, CommentedMap) and isinstance(baseline, CommentedMap):
+        if original.fa.flow_style():
+            return
+        keys = list(zip(_own_keys(baseline), _own_keys(original), strict=False))
+        for baseline_key, original_key in keys:
+            pairs.append((baseline.lc.key(baseline_key)[0], original.lc.key(original_key)[0]))
+            _node_lines(baseline[baseline_key], original[original_key], pairs, seen)
+    elif isinstance(original, CommentedSeq) and isinstance(baseline, CommentedSeq):
+        if original.fa.flow_style():
+            return
+        for index in range(min(len(baseline), len(original))):
+            pairs.append((baseline.lc.item(index)[0], original.lc.item(index)[0]))
+            _node_lines(baseline[index], original[index], pairs, seen)
+
+
+def _anchors(baseline: object, original: object) -> list[tuple[int, int]]:
+    """Lines known to be the same node in ruamel's rendering and the file, in order.
+
+    Only pairs increasing on both sides are kept (an alias repeats its anchor's
+    lines), so they cut both texts into matching segments.
+    """
+    pairs: list[tuple[int, int]] = []
+    _node_lines(baseline, original, pairs, set())
+    kept: list[tuple[int, int]] = []
+    for line_b, line_o in pairs:
+        if not kept or (line_b > kept[-1][0] and line_o > kept[-1][1]):
+            kept.append((line_b, line_o))
+    return kept
+
+
+def _align(
+    b: list[str], o: list[str], anchors: list[tuple[int, int]]
+) -> list[tuple[str, int, int, int, int]]:
+    """Opcodes turning ruamel's lines ``b`` into the file's lines ``o``.
+
+    Lines are compared whitespace-collapsed (`key:   value` matches `key: value`),
+    and only within the segments the anchors cut, so a difference never reaches
+    across a node that both texts hold.
+    """
+    normal_b = [" ".join(line.split()) for line in b]
+    normal_o = [" ".join(line.split()) for line in o]
+    bounds = [(0, 0), *anchors, (len(b), len(o))]
+    opcodes: list[tuple[str, int, int, int, int]] = []
+    for (b0, o0), (b1, o1) in itertools.pairwise(bounds):
+        matcher = difflib.SequenceMatcher(None, normal_b[b0:b1], normal_o[o0:o1], autojunk=False)
+        opcodes.extend(
+            (tag, b0 + i1, b0 + i2, o0 + j1, o0 + j2)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        )
+    return opcodes
+
+
+def _restore(original: str, baseline: str, edited: str, anchors: list[tuple[int, int]]) -> str:
     """Apply the baseline→edited line diff to ``original`` instead of to ``baseline``.
 
     ``baseline`` is ruamel's rendering of the unedited file. Where it differs from
-    the original line for line, ruamel re-spelled something (spacing, indentation,
-    a dropped ``---``); those lines are taken from the original wherever the edit
-    did not touch them, and the lines the edit wrote are indented like the
-    original lines around them (ruamel indents every block alike, a file need not).
+    the original, ruamel re-spelled something (spacing, indentation, a dropped
+    ``---``, a value on another number of lines); the original's lines are used
+    wherever the edit did not touch them (a re-spelled group only when it left all
+    of it alone), and the lines the edit wrote are indented like the original
+    lines around them (ruamel indents every block alike, a file need not).
     """
     o = original.splitlines(keepends=True)
     b = baseline.splitlines(keepends=True)
     e = edited.splitlines(keepends=True)
     to_original: dict[int, int] = {}
+    groups: dict[int, tuple[int, int, int]] = {}  # first line -> (end, original's lines)
+    group_of: dict[int, int] = {}  # ruamel line -> first line of its group
     extra: defaultdict[int, list[str]] = defaultdict(list)  # original-only lines
-    # Align on whitespace-collapsed lines: `key:   value` and `key: value` match.
-    normal_b = [" ".join(line.split()) for line in b]
-    normal_o = [" ".join(line.split()) for line in o]
-    matcher = difflib.SequenceMatcher(None, normal_b, normal_o, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in _align(b, o, anchors):
         if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
             to_original.update((i1 + k, j1 + k) for k in range(i2 - i1))
         elif tag == "insert":
             extra[i1].extend(o[j1:j2])
+        else:
+            groups[i1] = (i2, j1, j2)
+            group_of.update((i, i1) for i in range(i1, i2))
+    # The file's line for each ruamel line: its own, or its group's first one.
+    counterpart = dict(to_original)
+    counterpart.update((i, j1) for i, (_, j1, j2) in groups.items() if j2 > j1)
     shifts = [
-        (_indent(b[i]), _indent(o[to_original[i]])) if i in to_original and _shaped(b[i]) else None
+        (_indent(b[i]), _indent(o[counterpart[i]])) if i in counterpart and _shaped(b[i]) else None
         for i in range(len(b))
     ]
+    matcher = difflib.SequenceMatcher(None, b, e, autojunk=False)
+    opcodes = matcher.get_opcodes()
+    untouched = {i for tag, i1, i2, _, _ in opcodes if tag == "equal" for i in range(i1, i2)}
     out: list[str] = []
     # (ruamel's indent, the output's indent) of each structural line written so far.
     before: list[tuple[int, int]] = []
-    matcher = difflib.SequenceMatcher(None, b, e, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes:
         for i in range(i1, i2):
             out.extend(extra.pop(i, []))
-            if tag == "equal":
-                out.append(o[to_original[i]] if i in to_original else b[i])
-                if _shaped(b[i]):
-                    before.append(shifts[i] or (_indent(b[i]), _indent(b[i])))
+            if tag != "equal":
+                continue
+            first = group_of.get(i)
+            if first is not None and untouched.issuperset(range(first, groups[first][0])):
+                if i == first:  # the whole group once, as the file spells it
+                    out.extend(o[groups[first][1] : groups[first][2]])
+                    shift = shifts[i]
+                    if shift is not None:
+                        before.append(shift)
+                continue
+            out.append(o[to_original[i]] if i in to_original else b[i])
+            if _shaped(b[i]):
+                before.append(shifts[i] or (_indent(b[i]), _indent(b[i])))
         if tag == "equal":
             continue
         # Lines replaced by the edit say how their replacements are indented.
@@ -603,10 +694,11 @@ class YamlDocument(BaseDocument):
         edited = _with_newline(edited, newline)
         if not original.endswith("\n"):
             original += newline
-        baseline = _with_newline(self._dump(self._parse(original)), newline)
+        unedited = self._parse(original)
+        baseline = _with_newline(self._dump(unedited), newline)
         if baseline == original:
             return edited
-        restored = _restore(original, baseline, edited)
+        restored = _restore(original, baseline, edited, _anchors(self._parse(baseline), unedited))
         try:
             if same_value(_plain(self._yaml.load(restored)), _plain(self._data)):
                 return restored
