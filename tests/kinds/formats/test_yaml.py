@@ -576,3 +576,16 @@ def test_respelled_sequence_items_and_document_markers_are_kept() -> None:
     document = doc(text)
     document.set(("m",), 2)
     assert document.to_text() == edited(text, "m: 1\n", "m: 2\n")
+
+
+def test_a_document_whose_aliases_expand_without_bound_is_refused_not_expanded() -> None:
+    """Nine levels of ten aliases spell a billion values in a few hundred bytes."""
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x","x"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    with pytest.raises(ConfigError, match="aliases expand to more than"):
+        load("yaml", "\n".join(lines) + "\n", origin="bomb.yaml")
+
+
+def test_aliases_that_expand_modestly_are_read_as_written() -> None:
+    text = "base: &b {x: 1, y: [1, 2]}\none: *b\ntwo: *b\n"
+    assert load("yaml", text, origin="ok.yaml").get(("two", "y")) == [1, 2]

@@ -22,6 +22,7 @@ import io
 import itertools
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -143,6 +144,41 @@ def _key_text(key: object) -> str:
     if key is None:
         return "null"
     return str(key)
+
+
+# Values an alias-free file can hold are fewer than its characters: any limit
+# at least that large is only reached through aliases (and never below this).
+_LEAST_EXPANSION = 100_000
+
+
+def _expanded_size(root: object, limit: int) -> int:
+    """How many values ``root`` holds once every alias is expanded, counting up to ``limit``.
+
+    Reading a document means expanding it (``_plain``): nested aliases make that
+    exponential in the file's size, so it is measured first, once per distinct
+    node, and the count stops as soon as it passes ``limit``.
+    """
+    sizes: dict[int, int] = {}
+
+    def size(node: object) -> int:
+        if isinstance(node, dict):
+            children: Iterable[object] = (*node.keys(), *node.values())
+        elif isinstance(node, list | tuple | set | frozenset):
+            children = node
+        else:
+            return 1
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > limit:
+                break
+        sizes[id(node)] = total
+        return total
+
+    return size(root)
 
 
 def _plain(value: object) -> object:
@@ -543,6 +579,13 @@ class YamlDocument(BaseDocument):
         if not isinstance(data, CommentedMap):
             raise ConfigError(
                 "the top level of a YAML config file must be a mapping", origin=origin
+            )
+        limit = max(_LEAST_EXPANSION, len(text))
+        if _expanded_size(data, limit) > limit:
+            raise ConfigError(
+                f"its aliases expand to more than {limit} values, far more than the file "
+                "spells out (a 'billion laughs' document): trueup does not read it",
+                origin=origin,
             )
         self._data: CommentedMap = data
 
