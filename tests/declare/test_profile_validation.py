@@ -37,6 +37,7 @@ def run(
         capture_output=True,
         text=True,
         env={"TRUEUP_DATA": str(tmp_path / "data"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+        timeout=60,  # a declaration that never finishes loading fails, rather than hangs
     )
 
 
@@ -250,6 +251,18 @@ def test_a_yaml_syntax_error_is_one_line_with_its_place(tmp_path: Path) -> None:
     [line] = result.stderr.strip().splitlines()
     assert line.startswith(f"error: {tmp_path / 'p.yaml'}: not valid YAML: ")
     assert "(at line 4, column 9)" in line
+
+
+def test_a_yaml_profile_whose_aliases_expand_without_bound_is_refused(tmp_path: Path) -> None:
+    """Eight levels of ten aliases: a hundred million values, from a few hundred bytes."""
+    lines = ["profile: {id: p, name: P}", "resource:", "- id: a0", "  kind: config"]
+    lines += ["  target: x0.json", '  keys: {k: &a0 ["x","x","x","x","x","x","x","x","x","x"]}']
+    for i in range(1, 9):
+        lines += [f"- id: a{i}", "  kind: config", f"  target: x{i}.json", "  keys:"]
+        lines.append(f"    k: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]")
+    result = run(tmp_path, "\n".join(lines) + "\n", name="p.yaml")
+    assert result.returncode == 2, result.stderr
+    assert "aliases expand to more than" in result.stderr
 
 
 @pytest.mark.parametrize("limit", ["0", "-5"])

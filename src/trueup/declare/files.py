@@ -19,19 +19,25 @@ def read_document(path: Path) -> dict[str, Any]:
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory, not a declaration file") from None
     suffix = path.suffix.lower()
+    too_many = None
     try:
         if suffix == ".json":
             data = _load_json(raw)
         elif suffix in (".yaml", ".yml"):
             from ruamel.yaml import YAML
 
+            from trueup.kinds.formats.yaml import alias_bomb
+
             data = YAML(typ="safe", pure=True).load(raw)
+            too_many = alias_bomb(data, raw.decode("utf-8", "replace"))
         else:  # an editor's byte-order mark is no statement (tomllib refuses it)
             data = tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not valid {suffix.lstrip('.') or 'toml'}: {exc}") from None
     except Exception as exc:  # ruamel's errors share no useful base class
         raise UsageError(f"{path}: not valid YAML: {_one_line(exc)}") from None
+    if too_many:
+        raise UsageError(f"{path}: {too_many}")
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the top level must be a table/object")
     if b"\\ud" in raw.lower():  # JSON and YAML escapes can spell half a surrogate pair

@@ -148,10 +148,10 @@ def _key_text(key: object) -> str:
 
 # Values an alias-free file can hold are fewer than its characters: any limit
 # at least that large is only reached through aliases (and never below this).
-_LEAST_EXPANSION = 100_000
+LEAST_EXPANSION = 100_000
 
 
-def _expanded_size(root: object, limit: int) -> int:
+def expanded_size(root: object, limit: int) -> int:
     """How many values ``root`` holds once every alias is expanded, counting up to ``limit``.
 
     Reading a document means expanding it (``_plain``): nested aliases make that
@@ -179,6 +179,20 @@ def _expanded_size(root: object, limit: int) -> int:
         return total
 
     return size(root)
+
+
+def alias_bomb(data: object, text: str) -> str | None:
+    """Why ``data``, read from ``text``, must not be used, if its aliases make it huge.
+
+    Shared with declaration files: a YAML profile is expanded as it is validated.
+    """
+    limit = max(LEAST_EXPANSION, len(text))
+    if expanded_size(data, limit) <= limit:
+        return None
+    return (
+        f"its aliases expand to more than {limit} values, far more than the file spells "
+        "out (a 'billion laughs' document): trueup does not read it"
+    )
 
 
 def _plain(value: object) -> object:
@@ -580,13 +594,9 @@ class YamlDocument(BaseDocument):
             raise ConfigError(
                 "the top level of a YAML config file must be a mapping", origin=origin
             )
-        limit = max(_LEAST_EXPANSION, len(text))
-        if _expanded_size(data, limit) > limit:
-            raise ConfigError(
-                f"its aliases expand to more than {limit} values, far more than the file "
-                "spells out (a 'billion laughs' document): trueup does not read it",
-                origin=origin,
-            )
+        too_many = alias_bomb(data, text)
+        if too_many:
+            raise ConfigError(too_many, origin=origin)
         self._data: CommentedMap = data
 
     def _parse(self, text: str) -> object:
