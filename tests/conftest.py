@@ -7,6 +7,7 @@ without skipping the real migrations (they run once per session, here).
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,3 +156,69 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path, state_template: Pa
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(ddl.encode())
     return url
+
+
+# ---------------------------------------------------------------------------
+# A state database that goes away: a TCP proxy in front of PostgreSQL whose
+# connections a test cuts, as a network failure or a server restart would.
+# ---------------------------------------------------------------------------
+import socket  # noqa: E402
+import threading  # noqa: E402
+from urllib.parse import urlsplit  # noqa: E402
+
+
+class TcpProxy:
+    """Forwards loopback connections to PostgreSQL until ``cut``."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._open: list[socket.socket] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def route(self, url: str) -> str:
+        """``url`` (a PostgreSQL URL) reaching its database through this proxy."""
+        parts = urlsplit(url)
+        user = parts.netloc.rpartition("@")[0]
+        return parts._replace(netloc=f"{user}@127.0.0.1:{self.port}").geturl()
+
+    def cut(self) -> None:
+        """Refuse new connections and drop every open one, both ways."""
+        self._listener.close()
+        with self._lock:
+            for sock in self._open:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+            self._open.clear()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # cut
+                return
+            server = socket.create_connection(self.upstream)
+            with self._lock:
+                self._open += [client, server]
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=_pipe, args=(source, sink), daemon=True).start()
+
+
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := source.recv(65536):
+            sink.sendall(data)
+        sink.shutdown(socket.SHUT_WR)  # pass the end on
+
+
+@pytest.fixture
+def tcp_proxy() -> Iterator[TcpProxy]:
+    """A proxy to the test PostgreSQL server (see ``TcpProxy``), cut afterwards."""
+    require_postgres()
+    parts = urlsplit(POSTGRES_URL)
+    proxy = TcpProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
+    yield proxy
+    proxy.cut()

@@ -8,13 +8,20 @@ everything as declared with no temp file behind.
 from __future__ import annotations
 
 import os
+import secrets
+import signal
+import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from world import Result, World
+from world import TRUEUP, Result, World
 
 from trueup.execute.crashpoints import BOUNDARIES
 from trueup.fs import TEMP_MARK
+
+if TYPE_CHECKING:
+    from conftest import TcpProxy
 
 BATCH = "3"
 FILES = {f"notes/n{i}.md": f"note {i}\n" for i in range(5)}
@@ -347,3 +354,43 @@ def test_a_restore_that_fails_leaves_the_run_for_recover_and_says_why(world: Wor
     assert "internal error" not in recovered.err
     assert world.run("abandon").code == 0
     assert world.run("status", "--json").json["data"]["blocked_runs"] == []
+
+
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
+def test_a_state_database_lost_mid_apply_leaves_the_run_for_recover(
+    world: World, store_url: str, tcp_proxy: TcpProxy
+) -> None:
+    """The connection drops while a batch is written: a transport error, no bug.
+
+    Nothing more can be journaled, so nothing is restored either: the run is
+    left as a crash leaves it, and recover finishes it once the database answers.
+    """
+    profile = setup(world)
+    password = f"pw{secrets.token_hex(6)}"  # trust auth: any password is accepted
+    through = tcp_proxy.route(store_url).replace("postgres@", f"postgres:{password}@", 1)
+    env = world.env({"TRUEUP_BATCH_SIZE": BATCH, "TRUEUP_CRASH_AT": "mutated:1:SIGSTOP"})
+    apply = subprocess.Popen(
+        [TRUEUP, "apply", profile, "--root", str(world.root), "--yes", "--state", through],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _, status = os.waitpid(apply.pid, os.WUNTRACED)  # the first batch is written
+    assert os.WIFSTOPPED(status), "expected to stop at the first batch"
+    tcp_proxy.cut()
+    os.kill(apply.pid, signal.SIGCONT)
+    _, err = apply.communicate(timeout=60)
+    assert apply.returncode == 6, err
+    assert "internal error" not in err and password not in err
+    assert "stopped answering" in err and f"127.0.0.1:{tcp_proxy.port}" in err
+    [blocked] = world.run("status", "--json", "--state", store_url).json["data"]["blocked_runs"]
+    assert blocked["status"] == "running", "left for recover, not marked as anything"
+    assert f"trueup recover {blocked['id']}" in err
+    assert_each_before_or_declared(world)
+
+    recovered = world.run("recover", blocked["id"], "--state", store_url)
+    assert recovered.code == 0, recovered.out + recovered.err
+    for target, want in declared().items():
+        assert read(world, target) == want, target
+    assert temp_files(world.root) == []

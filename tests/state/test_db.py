@@ -1,14 +1,21 @@
-"""The DB layer's promises that do not need a server: URLs fit for messages."""
+"""The DB layer's promises: URLs fit for messages, a store that goes away in words."""
 
 from __future__ import annotations
 
 import secrets
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from trueup.errors import UsageError
-from trueup.redact import redact_url
+from trueup.errors import ExitCode, UsageError
+from trueup.redact import redact, redact_url
+from trueup.state.db import Database, StoreUnavailable
 from trueup.state.store import Store
+
+if TYPE_CHECKING:
+    from conftest import TcpProxy
 
 
 @pytest.mark.parametrize(
@@ -52,3 +59,42 @@ def test_a_state_password_is_never_shown_by_a_command(postgres_schema: str) -> N
         assert shown.returncode == 2, shown.stdout + shown.stderr
         assert "no run 'no-such-run'" in shown.stdout
         assert password not in shown.stdout + shown.stderr
+
+
+def test_a_lost_postgres_connection_is_a_transport_error_naming_the_run_left(
+    postgres_schema: str, tcp_proxy: TcpProxy
+) -> None:
+    password = f"pw{secrets.token_hex(6)}"  # trust auth: any password is accepted
+    url = tcp_proxy.route(postgres_schema).replace("postgres@", f"postgres:{password}@", 1)
+    db = Database(url)
+    try:
+        assert db.one("SELECT 1") == (1,)
+        tcp_proxy.cut()
+        with pytest.raises(StoreUnavailable) as lost, db.transaction():
+            db.execute("SELECT 1")
+        assert lost.value.exit_code == ExitCode.TRANSPORT
+        shown = redact(f"{lost.value.message} {lost.value.hint}")
+        assert "stopped answering" in shown and f"127.0.0.1:{tcp_proxy.port}" in shown
+        assert password not in shown
+        assert "run the command again" in (lost.value.hint or "")
+        db.holding = "RUN-1"  # what the store sets while this process holds a run
+        with pytest.raises(StoreUnavailable, match="run RUN-1 was left unfinished") as lost:
+            db.execute("SELECT 1")
+        assert "trueup recover RUN-1" in (lost.value.hint or "")
+    finally:
+        db.close()
+
+
+def test_a_sqlite_store_locked_too_long_is_a_transport_error(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    db = Database(f"sqlite:///{path}")
+    db.execute("PRAGMA busy_timeout = 10")  # not a minute, as trueup waits
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(StoreUnavailable, match="database is locked") as lost, db.transaction():
+            db.execute("SELECT 1")
+        assert lost.value.exit_code == ExitCode.TRANSPORT
+    finally:
+        other.close()
+        db.close()

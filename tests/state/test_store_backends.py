@@ -244,3 +244,13 @@ def test_a_new_sqlite_store_is_built_by_the_shipped_script_as_alembic_builds_it(
     assert ("trigger", "audit_append_only_update") in [row[:2] for row in scripted]
     assert scripted[-1] == (schema.HEAD,)
     assert scripted == online
+
+
+def test_the_run_this_process_holds_is_what_a_lost_store_names(store: Store) -> None:
+    """Held from its start (or take-over) until it is over; interrupted, it still needs recover."""
+    run = store.start_run(WS, "e" * 64, None, "user:alice")
+    assert store.db.holding == run.id
+    store.set_run_status(run.id, "interrupted", "interrupted", "stopped")
+    assert store.db.holding == run.id
+    store.set_run_status(run.id, "finished", "converged", "")
+    assert store.db.holding is None

@@ -3,7 +3,8 @@
 One run is one transaction for local kinds: if any action fails, everything
 the run changed is restored and the outcome is Failed. A signal restores the
 action in flight and leaves the run Interrupted, holding its lock, until
-``trueup recover`` or ``trueup abandon``.
+``trueup recover`` or ``trueup abandon``. A state store that stops answering
+leaves the run so too, with nothing restored, as that could not be journaled.
 
 Work is done in batches: the material of a batch is flushed once, its journal
 rows move to ``running`` in one transaction, its writes are committed with one
@@ -55,6 +56,7 @@ from trueup.model import (
 from trueup.paths import within
 from trueup.redact import redact_message
 from trueup.settings import DEFAULT_BATCH_SIZE
+from trueup.state.db import StoreUnavailable
 from trueup.state.store import RunAction, RunInfo, Store, now
 
 
@@ -211,6 +213,11 @@ class Executor:
                 if remote
                 else "interrupted: the action in flight was restored",
             )
+        except StoreUnavailable:
+            # Nothing more can be journaled: a restore now would leave the files and
+            # the journal out of step. The run stays as a crash leaves it, which
+            # recover puts right once the store answers again.
+            raise
         except Exception as exc:
             message = _wording(exc)
             self._fail_remote(redact_message(message))

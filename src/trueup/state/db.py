@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from trueup.errors import UsageError
+from trueup.errors import ExitCode, TrueupError, UsageError
 from trueup.redact import PLACEHOLDER, redact_url, register_url
 
 Row = tuple[Any, ...]
@@ -28,6 +28,21 @@ _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
 PRIMARY_KEY = "primary key"
+#: SQLite's result codes for a store that cannot be used right now: held locked by
+#: another process for longer than the busy timeout, or a failing disk.
+_SQLITE_UNAVAILABLE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR")
+
+
+class StoreUnavailable(TrueupError):
+    """The state store stopped answering in the middle of a command.
+
+    A dropped connection, a server gone away, a failing disk or a SQLite file
+    locked for too long is no bug in trueup (exit 1): it exits 6, as any other
+    transport failure. Nothing more can be journaled after it, so the hint
+    names the run this process leaves unfinished, for recover.
+    """
+
+    exit_code = ExitCode.TRANSPORT
 
 
 class UniqueViolation(Exception):
@@ -107,6 +122,9 @@ class Database:
                 hint="use sqlite:///PATH or postgresql://USER@HOST:PORT/DB",
             )
         self._depth = 0
+        #: The unfinished run this process holds (set by the store), named in
+        #: the next step should the store stop answering.
+        self.holding: str | None = None
 
     def close(self) -> None:
         if self.dialect == "sqlite":
@@ -119,34 +137,65 @@ class Database:
             return sql
         return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
 
-    def execute(self, sql: str, params: Params | None = None) -> list[Row]:
+    @contextmanager
+    def _driver(self) -> Iterator[None]:
+        """Driver errors a caller can act on, in trueup's terms; any other as it is."""
         try:
+            yield
+        except Exception as exc:
+            _raise_unique(exc)
+            self._raise_unavailable(exc)
+            raise
+
+    def _raise_unavailable(self, exc: Exception) -> None:
+        """A store that stopped answering, known by the driver's error class or code.
+
+        psycopg raises ``OperationalError`` for a connection lost or closed and for a
+        server that cannot serve (shutting down, out of resources); SQLite names
+        a lock held too long or an I/O error by its extended result code.
+        """
+        if self.dialect == "sqlite":
+            code = getattr(exc, "sqlite_errorname", "")
+            unavailable = isinstance(exc, sqlite3.OperationalError) and code.startswith(
+                _SQLITE_UNAVAILABLE
+            )
+        else:
+            import psycopg  # already loaded by the connection
+
+            unavailable = isinstance(exc, psycopg.OperationalError)
+        if not unavailable:
+            return
+        reason = " ".join(str(exc).split())  # libpq's reasons span indented lines
+        message = f"the state store {redact_url(self.url)} stopped answering ({reason})"
+        hint = "once it answers again, run the command again (trueup status: any run left over)"
+        if (run := self.holding) is not None:
+            message += f"; run {run} was left unfinished"
+            hint = f"once it answers again: trueup recover {run}   (or: trueup abandon {run})"
+        raise StoreUnavailable(message, hint=hint) from exc
+
+    def execute(self, sql: str, params: Params | None = None) -> list[Row]:
+        with self._driver():
             if self.dialect == "sqlite":
                 cursor = self._sqlite.execute(sql, params or {})
                 return cursor.fetchall()
             with self._pg.cursor() as cur:
                 cur.execute(self._sql(sql), params or {})
                 return list(cur.fetchall()) if cur.description else []
-        except Exception as exc:
-            _raise_unique(exc)
-            raise
 
     def executemany(self, sql: str, rows: Sequence[Params]) -> None:
         if not rows:
             return
-        try:
+        with self._driver():
             if self.dialect == "sqlite":
                 self._sqlite.executemany(sql, rows)
             else:
                 with self._pg.cursor() as cur:
                     cur.executemany(self._sql(sql), rows)
-        except Exception as exc:
-            _raise_unique(exc)
-            raise
 
     def script(self, sql: str) -> None:
         """Run a multi-statement SQLite script (its own BEGIN ... COMMIT)."""
-        self._sqlite.executescript(sql)
+        with self._driver():
+            self._sqlite.executescript(sql)
 
     def one(self, sql: str, params: Params | None = None) -> Row | None:
         rows = self.execute(sql, params)
@@ -164,17 +213,21 @@ class Database:
             return
         self._depth = 1
         try:
-            if self.dialect == "sqlite":
-                self._sqlite.execute("BEGIN IMMEDIATE")
-                try:
-                    yield
-                except BaseException:
-                    self._sqlite.execute("ROLLBACK")
-                    raise
-                self._sqlite.execute("COMMIT")
-            else:
-                with self._pg.transaction():
-                    yield
+            with self._driver():
+                if self.dialect == "sqlite":
+                    self._sqlite.execute("BEGIN IMMEDIATE")
+                    try:
+                        yield
+                    except BaseException:
+                        # An I/O error (or a busy one) may have rolled it back already,
+                        # and "no transaction is active" must not hide why.
+                        if self._sqlite.in_transaction:
+                            self._sqlite.execute("ROLLBACK")
+                        raise
+                    self._sqlite.execute("COMMIT")
+                else:
+                    with self._pg.transaction():
+                        yield
         finally:
             self._depth = 0
 

@@ -302,6 +302,7 @@ class Store:
             if exc.constraint not in (None, LOCK_INDEX):
                 raise
             raise RunLocked(self.holder(target.key)) from None
+        self.db.holding = run_id
         info = self.run(run_id)
         assert info is not None
         return info
@@ -374,8 +375,10 @@ class Store:
                     hint="see where it stands: trueup status",
                 )
             self._event(run.id, "run.taken-over", {"pid": os.getpid()})
+        self.db.holding = run.id
 
     def set_run_status(self, run_id: str, status: str, outcome: str | None, message: str) -> None:
+        """Record where a run stands; once it is over, this process holds it no more."""
         with self.db.transaction():
             self.db.execute(
                 "UPDATE runs SET status = :status, outcome = :outcome, message = :message, "
@@ -389,6 +392,8 @@ class Store:
                 },
             )
             self._event(run_id, f"run.{status}", {"outcome": outcome})
+        if status not in ACTIVE and self.db.holding == run_id:
+            self.db.holding = None
 
     # -- the journal --------------------------------------------------------
     def add_actions(
