@@ -32,6 +32,7 @@ from trueup.execute.executor import (
     Executor,
     Restored,
     RunResult,
+    in_flight,
     restore_interrupted,
     signals_interrupt,
 )
@@ -407,7 +408,9 @@ class Engine:
         return result
 
     def rollback_for(self, run: RunInfo) -> RollbackStore:
-        return RollbackStore(self.settings.data / "rollback" / run.id, Path(run.target.location))
+        return RollbackStore(
+            self.settings.data / "rollback" / run.id, Path(run.target.location), run.host
+        )
 
     # -- interrupted runs ---------------------------------------------------
     def find_run(self, run_id: str | None) -> RunInfo:
@@ -465,8 +468,10 @@ class Engine:
         return result
 
     def _recover(self, run: RunInfo, progress: Callable[[int], None] | None) -> RunResult:
-        self.take(run)
         rollback = self.rollback_for(run)
+        # Before the run is taken over: a recovery in the wrong place leaves it as it is.
+        rollback.check(ref for _, ref in in_flight(self.store.run_actions(run.id)))
+        self.take(run)
         fs = WritableFS(max_file_bytes=self.settings.max_file_bytes, tag=run.id)
         journaled = self.store.run_actions(run.id)
         restored = restore_interrupted(self.store, run, rollback, fs, journaled)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -348,10 +349,17 @@ def test_a_restore_that_fails_leaves_the_run_for_recover_and_says_why(world: Wor
     assert status.code == 4 and status.json["status"] == "blocked", status.out
     [run_id] = [run["id"] for run in status.json["data"]["blocked_runs"]]
     assert f"trueup recover {run_id}" in failed.out + failed.err
+    # Its folder gone, the material looks as it does where the run did not run:
+    # recover is refused before it takes the run over, a usage error.
     recovered = world.run("recover")
-    assert recovered.code == 7, recovered.err
-    assert "rollback material" in recovered.err and f"trueup abandon {run_id}" in recovered.err
+    assert recovered.code == 2, recovered.err
+    assert "rollback material" in recovered.err and "nothing was changed" in recovered.err
+    assert f"trueup abandon {run_id}" in recovered.err
     assert "internal error" not in recovered.err
+    assert (
+        world.run("status", "--json").json["data"]["blocked_runs"]
+        == status.json["data"]["blocked_runs"]
+    )
     assert world.run("abandon").code == 0
     assert world.run("status", "--json").json["data"]["blocked_runs"] == []
 
@@ -394,3 +402,57 @@ def test_a_state_database_lost_mid_apply_leaves_the_run_for_recover(
     for target, want in declared().items():
         assert read(world, target) == want, target
     assert temp_files(world.root) == []
+
+
+def test_recover_where_the_run_did_not_run_changes_nothing_and_says_where(world: World) -> None:
+    """A shared state store shows the run everywhere; its material is where it ran."""
+    state = f"sqlite:///{world.data / 'state.db'}"
+    two = ONE_REPLACE + ONE_REPLACE.split("\n\n", 1)[1].replace('"a', '"b')
+    profile = str(world.write("two.toml", two))
+    crash = {"TRUEUP_BATCH_SIZE": "1", "TRUEUP_CRASH_AT": "mutated:2"}
+    killed = world.run("apply", profile, "--root", str(world.root), "--yes", env=crash)
+    assert killed.code == -9, killed.err
+    [before] = world.run("status", "--json").json["data"]["blocked_runs"]
+    other = world.base / "other-data"
+    other.mkdir()
+    elsewhere = {"TRUEUP_DATA": str(other)}
+
+    refused = world.run("recover", before["id"], "--state", state, env=elsewhere)
+    assert refused.code == 2, refused.out + refused.err
+    assert "internal error" not in refused.err
+    assert f"not in this data folder ({other / 'rollback' / before['id']})" in refused.err
+    assert "nothing was changed" in refused.err and "with that TRUEUP_DATA" in refused.err
+    assert world.run("status", "--json").json["data"]["blocked_runs"] == [before], "not taken over"
+
+    with sqlite3.connect(world.data / "state.db") as db:  # as if it ran on another host
+        db.execute("UPDATE runs SET host = 'build-7' WHERE id = ?", (before["id"],))
+    refused = world.run("recover", before["id"], "--state", state, env=elsewhere)
+    assert refused.code == 2, refused.out + refused.err
+    assert "the run's record names host build-7" in refused.err
+    assert f"`trueup recover {before['id']}` on build-7" in refused.err
+    with sqlite3.connect(world.data / "state.db") as db:
+        db.execute("UPDATE runs SET host = ? WHERE id = ?", (before["host"], before["id"]))
+
+    recovered = world.run("recover", before["id"])
+    assert recovered.code == 0, recovered.out + recovered.err
+    assert read(world, "a.txt") == read(world, "b.txt") == "declared\n"
+
+
+@pytest.mark.parametrize("damaged", ["batch-0.json", "written-0.json", "blobs"])
+def test_damaged_material_is_refused_in_words_and_abandon_still_works(
+    world: World, damaged: str
+) -> None:
+    world.target("a.txt").write_text("original\n")
+    profile = str(world.write("a.toml", ONE_REPLACE))
+    killed(world, profile)
+    [material] = (world.data / "rollback").iterdir()
+    if damaged == "blobs":
+        for blob in (material / "blobs").iterdir():
+            blob.unlink()
+    else:
+        (material / damaged).write_text("{")
+    recovered = world.run("recover")
+    assert recovered.code == 7, recovered.out + recovered.err
+    assert "cannot be read" in recovered.err and "internal error" not in recovered.err
+    assert world.run("abandon").code == 0
+    assert world.run("status", "--json").json["data"]["blocked_runs"] == []

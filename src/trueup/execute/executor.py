@@ -559,12 +559,15 @@ def restore_interrupted(
     Temp files go first: a restore removes the folders the run created, and
     those must be empty by then.
     """
-    in_flight = [
-        (a.seq, ref) for a in journaled if a.status == "running" and (ref := a.rollback_ref)
-    ]
+    running = in_flight(journaled)
     swept = rollback.sweep_temp_files()
-    kept = restore_run(store, run, rollback, fs, in_flight)
-    return Restored(len(in_flight), swept, kept)
+    kept = restore_run(store, run, rollback, fs, running)
+    return Restored(len(running), swept, kept)
+
+
+def in_flight(journaled: Sequence[RunAction]) -> list[tuple[int, str]]:
+    """The actions a stopped run had under way, with their rollback references."""
+    return [(a.seq, ref) for a in journaled if a.status == "running" and (ref := a.rollback_ref)]
 
 
 def restore_run(

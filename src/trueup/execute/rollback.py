@@ -13,14 +13,16 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trueup.canonical import storage_json
-from trueup.errors import ApplyFailedError
+from trueup.errors import ApplyFailedError, UsageError
 from trueup.fs import (
     ABSENT_OUTCOME,
     TEMP_MARK,
@@ -43,12 +45,26 @@ class Capture:
     prunes: bool = False
 
 
-class RollbackStore:
-    """The material of one run, under ``<data>/rollback/<run id>``."""
+class MaterialMissing(UsageError):
+    """A run's rollback material is not in this data folder at all.
 
-    def __init__(self, base: Path, root: Path) -> None:
+    With a shared state store every host, and every ``TRUEUP_DATA``, sees the
+    run, but its material stays in the data folder of the trueup that ran it:
+    most likely this is the wrong place to recover it, a usage error.
+    """
+
+
+class RollbackStore:
+    """The material of one run, under ``<data>/rollback/<run id>``.
+
+    ``host`` is the host the run's record names: where its material is when
+    it is not here.
+    """
+
+    def __init__(self, base: Path, root: Path, host: str) -> None:
         self.base = base
         self.root = Path(os.path.realpath(root))
+        self.host = host
 
     def capture(self, items: Sequence[Capture], fs: ReadOnlyFS) -> str:
         """Snapshot every path of every item, flush it all; returns the manifest's name.
@@ -117,25 +133,59 @@ class RollbackStore:
         return sorted(missing, key=lambda p: (-p.count(os.sep), p))
 
     def load(self, ref: str) -> dict[str, Any]:
-        """One action's material; refused in words when it is gone or damaged.
-
-        Only trueup writes it, but a person may have cleaned the data folder:
-        what the run changed cannot be put back then, and abandon is the way on.
-        """
+        """One action's material (``<manifest>#<seq>``); see ``_reading`` when it is gone."""
         name, _, seq = ref.partition("#")
+        path = self.base / name
+        with self._reading(path), open(path, encoding="utf-8") as handle:
+            entry: dict[str, Any] = json.load(handle)[seq]
+        return entry
+
+    def check(self, refs: Iterable[str]) -> None:
+        """Read the material a recovery needs before it changes anything (one per manifest).
+
+        A recovery refused only once it is under way has taken the run over,
+        recording this host as its holder: the host that has the material
+        could then no longer tell whether the run is still being worked on.
+        """
+        for ref in {ref.partition("#")[0]: ref for ref in refs}.values():
+            self.load(ref)
+
+    @contextmanager
+    def _reading(self, path: Path) -> Iterator[None]:
+        """Refuse, in words, material that is not here or cannot be read.
+
+        Only trueup writes it. Its folder missing most likely means this is not
+        where the run ran (another host, another ``TRUEUP_DATA``), so it says
+        where to recover it; a file missing or damaged inside the folder means
+        a person cleaned or damaged it: what the run changed cannot be put back.
+        """
         try:
-            with open(self.base / name, encoding="utf-8") as handle:
-                entry: dict[str, Any] = json.load(handle)[seq]
+            yield
         except (OSError, ValueError, KeyError) as exc:
             run = self.base.name
-            raise ApplyFailedError(
-                f"the rollback material of run {run} ({self.base / name}) cannot be read "
-                f"({exc.strerror if isinstance(exc, OSError) else exc}): what that run "
-                "changed cannot be put back",
-                hint=f"restore that folder from a backup and try again, or run `trueup abandon "
-                f"{run}` to leave every target as it is now",
+            lost = (
+                f"restore that folder from a backup and try again, or run `trueup abandon {run}` "
+                "to leave every target as it is now"
+            )
+            if self.base.is_dir():
+                raise ApplyFailedError(
+                    f"the rollback material of run {run} ({path}) cannot be read "
+                    f"({exc.strerror if isinstance(exc, OSError) else exc}): what that run "
+                    "changed cannot be put back",
+                    hint=lost,
+                ) from None
+            if self.host != socket.gethostname():
+                where = f"the run's record names host {self.host}: it is there, unless removed"
+                there = f"on {self.host}"
+            else:
+                where = "it was removed, or it is under the TRUEUP_DATA the run was made with"
+                there = "with that TRUEUP_DATA"
+            raise MaterialMissing(
+                f"the rollback material of run {run} is not in this data folder "
+                f"({self.base}): {where}",
+                hint=f"nothing was changed: run `trueup recover {run}` {there}; if the "
+                f"material is lost, {lost}",
             ) from None
-        return entry
 
     def note_written(self, manifest: str, outcomes: dict[str, str]) -> None:
         """Keep, before a batch's changes become visible, what each path will hold.
@@ -171,7 +221,9 @@ class RollbackStore:
                 if fs.lstat(path) is not None:
                     fs.remove(path)
             elif state == "file":
-                data = (self.base / "blobs" / snap["blob"]).read_bytes()
+                blob = self.base / "blobs" / snap["blob"]
+                with self._reading(blob):
+                    data = blob.read_bytes()
                 fs.write(path, data, mode=snap["mode"])
             elif state == "symlink":
                 fs.symlink(path, snap["link"])
@@ -188,20 +240,30 @@ class RollbackStore:
         return applied, kept
 
     def _written(self, ref: str) -> dict[str, str]:
-        try:
-            with open(self.base / _written_name(ref.partition("#")[0]), encoding="utf-8") as f:
-                noted: dict[str, str] = json.load(f)
-        except FileNotFoundError:  # the run stopped before changing anything of the batch
+        path = self.base / _written_name(ref.partition("#")[0])
+        if not path.exists():  # the run stopped before changing anything of the batch
             return {}
+        with self._reading(path), open(path, encoding="utf-8") as handle:
+            noted: dict[str, str] = json.load(handle)
         return noted
+
+    def _entries(self) -> Iterator[dict[str, Any]]:
+        """The material of every action in every manifest that can be read, to clean up.
+
+        A damaged manifest is passed over: cleaning up is best effort, and
+        abandon, which cleans up, is the way on when the material is damaged.
+        """
+        for manifest in self.base.glob("batch-*.json"):
+            try:
+                with open(manifest, encoding="utf-8") as handle:
+                    entries: dict[str, dict[str, Any]] = json.load(handle)
+            except (OSError, ValueError):
+                continue
+            yield from entries.values()
 
     def sweep_temp_files(self) -> int:
         """Remove temp files a killed run left beside the paths it was changing."""
-        folders: set[str] = set()
-        for manifest in self.base.glob("batch-*.json"):
-            with open(manifest, encoding="utf-8") as handle:
-                for entry in json.load(handle).values():
-                    folders.update(os.path.dirname(s["path"]) for s in entry["snapshots"])
+        folders = {os.path.dirname(s["path"]) for e in self._entries() for s in e["snapshots"]}
         removed = 0
         for folder in folders:
             try:
@@ -220,12 +282,10 @@ class RollbackStore:
         A run killed before its renames leaves only those behind; a folder that
         holds anything, written by the run or by anybody, stays.
         """
-        for manifest in self.base.glob("batch-*.json"):
-            with open(manifest, encoding="utf-8") as handle:
-                for entry in json.load(handle).values():
-                    for folder in entry["missing_dirs"]:  # deepest first
-                        with contextlib.suppress(OSError):
-                            os.rmdir(folder)
+        for entry in self._entries():
+            for folder in entry["missing_dirs"]:  # deepest first
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)
 
     def discard(self) -> None:
         """Remove the run's material; failures here never change an outcome."""

@@ -242,7 +242,7 @@ class OrgEngine:
             prepared.resources,
             prepared.applied,
             WritableFS(tag=run.id),
-            RollbackStore(self.settings.data / "rollback" / run.id, self.settings.data),
+            RollbackStore(self.settings.data / "rollback" / run.id, self.settings.data, run.host),
             self.settings.data,
             services=prepared.ctx.services,
         )
