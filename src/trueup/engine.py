@@ -295,7 +295,7 @@ class Engine:
         self.refuse_if_locked(prepared, gates)
         if not any(a.type is not ActionType.NO_OP for a in plan.actions):
             self._audit_applied(prepared.target, plan.digest, None)
-            self._record_settled(prepared, gates)
+            self.record_settled(plan, gates, Outcome.CONVERGED)
             return None
         # While the run holds the lock, SIGTERM ends it as Ctrl-C would.
         with signals_interrupt(KeyboardInterrupt):
@@ -320,18 +320,21 @@ class Engine:
         self._audit_applied(prepared.target, plan.digest, result)
         return result
 
-    def _record_settled(self, prepared: Prepared, gates: Gates) -> None:
-        """Record a run with nothing to do when the last one left a person something to see.
+    def record_settled(self, plan: Plan, gates: Gates, outcome: Outcome) -> None:
+        """Record an apply with nothing to do whose ``outcome`` the last run does not tell.
 
         Otherwise ``status`` would go on reporting that failed, interrupted or
-        abandoned run after an apply found everything as declared. A converged
-        target is not recorded again: a run row would only grow the history.
+        abandoned run (or the fields an org waited for) after an apply found
+        everything as declared. Nothing is recorded when the last run tells the
+        same (a run row would only grow the history) or another run holds the
+        target (it is for recover or abandon to settle).
         """
-        last = self.store.last_run(prepared.target.key)
-        if last is None or last.outcome == Outcome.CONVERGED.value:
+        key = plan.target.key
+        last = self.store.last_run(key)
+        if last is None or last.outcome == outcome.value or self.store.holder(key) is not None:
             return
-        run = gates.lock(prepared.plan)
-        self.store.set_run_status(run.id, "finished", Outcome.CONVERGED.value, "nothing to change")
+        run = gates.lock(plan)
+        self.store.set_run_status(run.id, "finished", outcome.value, "nothing to change")
 
     def refuse_if_locked(self, prepared: Prepared, gates: Gates | None = None) -> None:
         """Refuse (and audit) an apply while another run holds the target.

@@ -227,7 +227,14 @@ def test_an_unconfirmed_destination_is_a_failed_field_until_confirmed(orgs: Orgs
     assert person.resource_id == "mail.destination:new@example.com"
     orgs.fakes.cloudflare.verify_address("new@example.com")
     assert orgs.steps(path) == {}
-    assert orgs.apply(path).state.failed_fields == []
+    settled = orgs.apply(path)
+    assert settled.state.failed_fields == [] and settled.outcome is Outcome.CONVERGED
+    # Nothing was left to do, but the last run waited for a person: status must not.
+    store, key = orgs.engine().store, orgs.plan(path).target.key
+    last = store.last_run(key)
+    assert last is not None and last.outcome == "converged"
+    orgs.apply(path)
+    assert store.last_run(key) == last, "a converged org is not recorded again"
 
 
 def test_the_client_secret_goes_to_the_secret_store_only(orgs: Orgs) -> None:

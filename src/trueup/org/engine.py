@@ -208,6 +208,7 @@ class OrgEngine:
             state = self._record_state(prepared, None)
             outcome = _final(prepared.plan, None, state)
             self._audit(prepared.target, plan, None, outcome)
+            self.base.record_settled(plan, gates, outcome)
             return OrgApplied(None, state, outcome, "nothing to change")
         self._supersede_dead_holder(prepared.target)
         run = gates.lock(plan)
