@@ -107,6 +107,10 @@ class Engine:
         if self._store is not None:
             self._store.close()
 
+    def may_see(self, target_key: str) -> bool:
+        """Whether the actor may know of a target at all: what it may not plan, it does not see."""
+        return authz.allowed(self.store, self.actor, "plan", target_key)
+
     @property
     def actor(self) -> authz.Actor:
         """Who acts: a token's service, a claimed ``--actor``, else the OS user.

@@ -391,3 +391,20 @@ def test_moving_the_issuer_keeps_the_old_organization_s_client_secret(orgs: Orgs
     assert len(after) == 2, "the new organization's app has a secret of its own"
     for old, data in before.items():
         assert after[old] == data, "the old organization's secret is kept as it was"
+
+
+def test_recorded_org_status_shows_an_actor_only_the_orgs_it_may_plan(orgs: Orgs) -> None:
+    import dataclasses
+
+    from trueup import authz
+    from trueup.org.engine import OrgEngine
+
+    path = orgs.write(ORG)
+    orgs.apply(path)
+    engine = orgs.engine()
+    me = authz.os_actor()
+    authz.add_grant(engine.store, me, me.key, "admin", "*")
+    assert [key for key, _ in engine.status()] == [orgs.plan(path).target.key]
+    stranger = OrgEngine(dataclasses.replace(orgs.settings, actor="stranger"), env=orgs.env)
+    orgs.engines.append(stranger)
+    assert stranger.status() == [] and stranger.blocked_runs() == []

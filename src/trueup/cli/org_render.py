@@ -190,7 +190,7 @@ def show_recorded_status(out: Output, engine: Any) -> int:
     from trueup.cli.status import last_run_outcome, worst_of
 
     states = engine.status()
-    blocked = [r.to_json() for r in engine.store.blocked_runs() if r.target.kind == "org"]
+    blocked = [r.to_json() for r in engine.blocked_runs()]
     # The org's state, and its last run (one that failed on a transport error
     # never got to update the state): as `trueup status` reads them.
     found = {last_run_outcome(s.outcome) for _, s in states}

@@ -428,9 +428,19 @@ class OrgEngine:
         )
 
     def status(self) -> list[tuple[str, OrgState]]:
+        """The recorded state of every org the actor may see (see ``Engine.may_see``)."""
         rows = self.store.db.execute("SELECT target_key FROM org_states ORDER BY target_key")
-        found = [(str(r[0]), load_state(self.store, str(r[0]))) for r in rows]
+        keys = [str(r[0]) for r in rows if self.base.may_see(str(r[0]))]
+        found = [(key, load_state(self.store, key)) for key in keys]
         return [(key, state) for key, state in found if state is not None]
+
+    def blocked_runs(self) -> list[RunInfo]:
+        """Unfinished org runs the actor may see."""
+        return [
+            r
+            for r in self.store.blocked_runs()
+            if r.target.kind == "org" and self.base.may_see(r.target.key)
+        ]
 
 
 def _observe(resource: Resource, ctx: ObserveContext) -> Observed:
