@@ -9,7 +9,7 @@ import pytest
 from org_world import ORG, Orgs
 
 from trueup.declare.org import load_org
-from trueup.execute.gates import ConfirmationRequired
+from trueup.execute.gates import ConfirmationRequired, StalePlan
 from trueup.model import ActionType, Outcome
 from trueup.providers.secretstore import SecretStore
 from trueup.testing import FakeProviders
@@ -408,3 +408,30 @@ def test_recorded_org_status_shows_an_actor_only_the_orgs_it_may_plan(orgs: Orgs
     stranger = OrgEngine(dataclasses.replace(orgs.settings, actor="stranger"), env=orgs.env)
     orgs.engines.append(stranger)
     assert stranger.status() == [] and stranger.blocked_runs() == []
+
+
+def test_a_saved_plan_outlives_reordered_entries_but_not_a_real_change(orgs: Orgs) -> None:
+    """org-provisioning.md: plans compare order-independently for the staleness check."""
+    a_record = '[[dns]]\ntype = "A"\nname = "portal"\ncontent = "203.0.113.10"\n'
+    txt = '[[dns]]\ntype = "TXT"\nname = "@"\ncontent = "acme-verification=7f3c"\n'
+    granted = 'grants = [{ org = "Partner", roles = ["member", "admin"] }]'
+    first = ORG.replace(a_record, txt + "\n" + a_record).replace(
+        'roles = ["admin", "member"]', 'roles = ["admin", "member"]\n' + granted
+    )
+    path = orgs.write(first)
+    saved = orgs.plan(path).plan
+    # Same records, roles and grant, other order: the same steps mean the same plan.
+    reordered = (
+        first.replace(txt + "\n" + a_record, a_record + "\n" + txt)
+        .replace('roles = ["admin", "member"]\n', 'roles = ["member", "admin"]\n')
+        .replace('roles = ["member", "admin"] }', 'roles = ["admin", "member"] }')
+    )
+    assert reordered != first
+    orgs.write(reordered)
+    engine = orgs.engine()
+    prepared = engine.prepare(path, permission="apply")
+    assert prepared.plan.digest == saved.digest
+    engine.check_fresh(saved, prepared)
+    orgs.write(reordered.replace("7f3c", "7f3d"))
+    with pytest.raises(StalePlan, match="the declaration changed"):
+        engine.check_fresh(saved, engine.prepare(path, permission="apply"))

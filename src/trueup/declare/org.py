@@ -35,7 +35,8 @@ from trueup.org.declared import App, Chat, Mail, OrgFile, Project, describe_erro
 from trueup.redact import SEALED, looks_secret, seal
 
 POLICY = "replace-if-unmodified"
-CACHE_FORMAT = f"trueup-org-cache/{__version__}/2"  # 2: secret-named env sealed
+# 2: secret-named env sealed; 3: the digest is of the resources, whatever their order
+CACHE_FORMAT = f"trueup-org-cache/{__version__}/3"
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,9 @@ class _Builder:
                 policy=POLICY,
                 target=target,
                 spec=dict(spec),
-                depends_on=tuple(deps),
+                # Sorted: which resources come first is the planner's call, not the
+                # file's, so listing the same ones in another order is no change.
+                depends_on=tuple(sorted(set(deps))),
             )
         )
 
@@ -168,13 +171,13 @@ def _load(path: Path) -> DeclaredOrg:
     granted = sorted(
         {g.org for p in (model.identity.project if model.identity else []) for g in p.grants}
     )
-    return DeclaredOrg(
+    org = DeclaredOrg(
         id=model.org.id,
         name=model.org.name,
         domain=model.org.domain,
         path=path,
         resources=tuple(build.resources),
-        digest=digest(model.model_dump(mode="json")),
+        digest="",
         zitadel_org=zitadel_org,
         coolify_project=project,
         coolify_server=model.apps.server if model.apps else None,
@@ -183,6 +186,23 @@ def _load(path: Path) -> DeclaredOrg:
         mail=model.mail is not None,
         dns=dns,
     )
+    return dataclasses.replace(org, digest=declared_digest(org))
+
+
+def declared_digest(org: DeclaredOrg) -> str:
+    """The declared org's identity: what it declares, not the order it is written in.
+
+    A plan's identity covers this digest, and a saved plan is stale when it
+    moves (org-provisioning.md, plans compare order-independently). So it is
+    taken over the resources sorted by id, with everything else the org
+    declares: moving a [[dns]] entry or a role changes no resource and no
+    step, while any change to a resource's spec, a dependency or a scope does.
+    Order stays wherever it carries meaning, inside a resource's spec.
+    """
+    body = org.to_json()
+    body.pop("digest")
+    body["resources"] = sorted(body["resources"], key=lambda r: str(r["id"]))
+    return digest(body)
 
 
 # -- identity (ZITADEL) -------------------------------------------------------------
