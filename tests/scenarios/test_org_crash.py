@@ -205,11 +205,16 @@ def test_a_failed_apply_exits_7_keeps_its_steps_and_applying_again_resumes(
 
 def test_recover_refuses_to_resume_an_org_file_edited_after_the_kill(org: OrgWorld) -> None:
     kill_at(org, "mutated:5")
+    (blocked,) = org.run("status", "--json").json["data"]["blocked_runs"]
     declared = Path(org.path).read_text()
     org.declare(declared.replace("203.0.113.10", "203.0.113.99"))
     refused = org.run("recover")
     assert refused.code == 4, refused.out + refused.err
     assert "changed after the run started" in refused.err and "trueup org plan" in refused.err
+    # The run lost its lock: on the record, as a refused recovery of that run.
+    (row,) = org.run("audit", "list", "--json", "--event", "run.recovered").json["data"]
+    assert (row["outcome"], row["run_id"]) == ("refused", blocked["id"])
+    assert "changed after the run started" in row["reason"]
     records = org.fakes.cloudflare.records(org.zone())
     assert not any(r.get("content") == "203.0.113.99" for r in records), "nothing unreviewed"
     applied = org.run("org", "apply", org.path, "--confirm", "Acme Inc")

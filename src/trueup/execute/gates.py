@@ -152,8 +152,12 @@ class Gates:
         self.event = event
         self.plan_digest = plan_digest
 
-    def refuse(self, error: TrueupError) -> TrueupError:
-        """Audit ``error`` as this event's refusal and hand it back to raise."""
+    def refuse(self, error: TrueupError, run_id: str | None = None) -> TrueupError:
+        """Audit ``error`` as this event's refusal and hand it back to raise.
+
+        ``run_id`` names the run a refusal ended (a recovery that released it),
+        so the row says which run lost its lock and why.
+        """
         from trueup import audit
 
         audit.record(
@@ -164,6 +168,7 @@ class Gates:
             self.target,
             reason=error.message,
             plan_digest=self.plan_digest,
+            run_id=run_id,
         )
         return error
 

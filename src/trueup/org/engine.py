@@ -23,7 +23,7 @@ from trueup.engine import Engine, check_overwrite, drift_items
 from trueup.errors import ConflictError, TrueupError, UsageError, user_paths
 from trueup.execute.crashpoints import reach
 from trueup.execute.executor import Executor, RunResult
-from trueup.execute.gates import ConfirmationRequired, needs_confirmation
+from trueup.execute.gates import ConfirmationRequired, Gates, needs_confirmation
 from trueup.execute.rollback import RollbackStore
 from trueup.fs import ReadOnlyFS, WritableFS
 from trueup.kinds.base import ObserveContext
@@ -293,12 +293,17 @@ class OrgEngine:
     # -- recover ------------------------------------------------------------
     def recover(self, run: RunInfo) -> OrgApplied:
         """Resume a killed or interrupted org run under its own id, from live state."""
-        self.base.gates(run.target, "run.recovered", run.plan_digest).authorize("apply")
-        self.base.take(run)
+        gates = self.base.gates(run.target, "run.recovered", run.plan_digest)
+        gates.authorize("apply")
+        try:
+            self.base.take(run)
+        except ConflictError as exc:  # its holder is still alive: refused, and recorded
+            raise gates.refuse(exc) from None
         source = Path(run.declaration or "")
         if not run.declaration or not source.exists():
             raise self._released(
                 run,
+                gates,
                 "declaration gone",
                 UsageError(f"run {run.id}: its org file {source} no longer exists; run released"),
             )
@@ -307,6 +312,7 @@ class OrgEngine:
         if started is not None and started.get("digest") != prepared.org.digest:
             raise self._released(
                 run,
+                gates,
                 "declaration changed",
                 ConflictError(
                     f"run {run.id}: {source} changed after the run started, so resuming it "
@@ -323,6 +329,7 @@ class OrgEngine:
         if new_risk:
             raise self._released(
                 run,
+                gates,
                 "needs confirmation",
                 ConfirmationRequired(
                     f"resuming would run {len(new_risk)} destroying or migrating step(s) the "
@@ -336,10 +343,14 @@ class OrgEngine:
             run, prepared, self.store.next_seq(run.id), run.plan_digest or "", "run.recovered"
         )
 
-    def _released(self, run: RunInfo, why: str, error: TrueupError) -> TrueupError:
-        """End a run that cannot be resumed (its lock goes) and say why."""
+    def _released(self, run: RunInfo, gates: Gates, why: str, error: TrueupError) -> TrueupError:
+        """End a run that cannot be resumed (its lock goes) and say why.
+
+        The recovery is refused after it took the run over: audited as its
+        authorization refusal would be, naming the run whose lock went.
+        """
         self.store.set_run_status(run.id, "finished", Outcome.INTERRUPTED.value, why)
-        return error
+        return gates.refuse(error, run.id)
 
     # -- recorded state -----------------------------------------------------
     def _record_state(
