@@ -91,7 +91,12 @@ def test_sigkill_mid_apply_then_apply_again_creates_nothing_twice(
         env={**org.env, "TRUEUP_CRASH_AT": crash_at},
     )
     assert killed.code == -signal.SIGKILL, killed.err
+    (dead,) = org.run("status", "--json").json["data"]["blocked_runs"]
     resumed = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
+    # The apply ended the killed run to take its lock over: on the record, as abandon is.
+    (ended,) = org.run("audit", "list", "--json", "--event", "run.abandoned").json["data"]
+    assert (ended["outcome"], ended["run_id"]) == ("success", dead["id"])
+    assert "superseded" in ended["reason"]
     if crash_at == "remote-returned:9":
         # The secret shown at creation died with the process: a person decides.
         assert resumed.code == 3 and "trueup holds no client secret" in resumed.out

@@ -264,6 +264,7 @@ class OrgEngine:
 
         Only when its process is known to be gone (same host) or it was
         interrupted; a live holder, or one on another host, still refuses.
+        Ending someone's run is on the record, as ``trueup abandon`` is.
         """
         holder = self.store.holder(target.key)
         if holder is None or holder.job:
@@ -271,12 +272,18 @@ class OrgEngine:
         if holder.status == "interrupted" or (
             holder.status == "running" and holder.holder_alive is False
         ):
+            why = "superseded: a new apply resumed from live state"
             self._close_unfinished(holder.id)
-            self.store.set_run_status(
-                holder.id,
-                "finished",
-                Outcome.INTERRUPTED.value,
-                "superseded: a new apply resumed from live state",
+            self.store.set_run_status(holder.id, "finished", Outcome.INTERRUPTED.value, why)
+            audit.record(
+                self.store,
+                "run.abandoned",
+                "success",
+                self.base.actor,
+                target,
+                reason=why,
+                plan_digest=holder.plan_digest,
+                run_id=holder.id,
             )
 
     def _close_unfinished(self, run_id: str) -> None:
