@@ -472,7 +472,10 @@ class WritableFS(ReadOnlyFS):
         final = os.fspath(path)
         self._check_size(final, len(data))
         self.make_parents(final)
-        current = None if os.path.dirname(final) in self._fresh else self.lstat(final)
+        # Nothing to look at where the plan saw nothing (the exclusive rename refuses
+        # whatever came since), or in a folder this batch made.
+        fresh = exclusive or os.path.dirname(final) in self._fresh
+        current = None if fresh else self.lstat(final)
         if mode is None:
             # Keep the read/write bits a regular file already has; anything else
             # (new, or a link whose bits are always 0777) gives 0644.

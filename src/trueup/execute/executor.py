@@ -290,6 +290,7 @@ class Executor:
                 else [],
                 self._applied_json(action.resource_id),
                 kinds.get(action.kind).prunes(action),
+                bool(action.payload.get(EXCLUSIVE)),
             )
             for seq, action in batch
             if kinds.get(action.kind).restorable

@@ -43,6 +43,9 @@ class Capture:
     applied: dict[str, Any] | None
     #: The action may remove the folders it empties (``Kind.prunes``).
     prunes: bool = False
+    #: Its paths were planned absent and are created exclusively: nothing is there
+    #: to keep (whatever came since is refused by the rename, never replaced).
+    absent: bool = False
 
 
 class MaterialMissing(UsageError):
@@ -81,7 +84,7 @@ class RollbackStore:
             snaps = [
                 # In a folder that is not there, nothing is: no need to look.
                 {"path": path, "state": "absent"}
-                if exists.get(os.path.dirname(path)) is False
+                if item.absent or exists.get(os.path.dirname(path)) is False
                 else self._snapshot(path, fs, blobs, written)
                 for path in item.paths
             ]
