@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -836,3 +837,28 @@ def test_a_config_file_holding_lone_surrogates_is_merged_like_any_other(
     assert world.target(name).read_text().startswith(live.rstrip("}\n"))
     again = world.run("plan", str(profile), "--root", str(world.root), "--json")
     assert again.code == 0 and again.json["status"] == "converged", again.out
+
+
+def test_verification_commands_run_several_at_once(world: World) -> None:
+    """machine-sync.md, Limits: verification concurrency 4.
+
+    Each command notes when it starts, then waits until four have started (or
+    gives up after 20 s): run one at a time, the first would give up and fail.
+    """
+    marks = world.base / "marks"
+    marks.mkdir()
+    wait = (
+        f'touch "{marks}/$1"; i=0; '
+        f'while [ "$(ls "{marks}" | wc -l)" -lt 4 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; '
+        f'[ "$(ls "{marks}" | wc -l)" -ge 4 ]'
+    )
+    text = '[profile]\nid = "v"\nname = "V"\n'
+    for n in range(4):
+        text += (
+            f'[[resource]]\nid = "f{n}"\nkind = "file"\ntarget = "f{n}.txt"\ncontent = "{n}\\n"\n'
+            f'verify = {{ command = ["sh", "-c", {json.dumps(wait)}, "sh", "f{n}"] }}\n'
+        )
+    profile = world.write("v.toml", text)
+    applied = world.run("apply", str(profile), "--root", str(world.root), "--yes")
+    assert applied.code == 0, applied.out + applied.err
+    assert sorted(p.name for p in marks.iterdir()) == ["f0", "f1", "f2", "f3"]

@@ -38,7 +38,7 @@ from trueup import kinds
 from trueup.errors import ConflictError, TrueupError
 from trueup.execute.crashpoints import reach
 from trueup.execute.rollback import Capture, RollbackStore
-from trueup.execute.verification import verify_command
+from trueup.execute.verification import verify_commands
 from trueup.fs import TargetAppeared, WritableFS
 from trueup.kinds.base import INTENT, ApplyContext, ObserveContext
 from trueup.model import (
@@ -315,25 +315,36 @@ class Executor:
         reach("mutated")
         done: list[tuple[int, Action, Evidence]] = []
         for seq, action in batch:
-            resource = self._resource(action)
             if HANDED_OVER in action.payload:  # nothing to see: the target is another id's
                 done.append((seq, action, Evidence("passed", "handed over", None)))
                 continue
-            evidence = kinds.get(action.kind).verify(action, resource, self.read_ctx)
-            if evidence.passed and action.type is not ActionType.REMOVE_RESOURCE:
-                evidence = verify_command(resource, self.ctx.root) or evidence
-            if not evidence.passed:
-                self.results.append(ActionResult(seq, action, "failed", evidence, evidence.message))
-                raise VerificationFailed(
-                    f"verification of {action.resource_id!r} failed: {evidence.message}"
-                )
+            evidence = kinds.get(action.kind).verify(action, self._resource(action), self.read_ctx)
+            self._passed(seq, action, evidence)
             done.append((seq, action, evidence))
+        # Then the declared commands of what passed, several at once.
+        commands = verify_commands(
+            [self._resource(a) if _commanded(a) else None for _, a, _ in done],
+            self.ctx.root,
+        )
+        for i, checked in enumerate(commands):
+            if checked is not None:
+                seq, action, _ = done[i]
+                self._passed(seq, action, checked)
+                done[i] = (seq, action, checked)
         self._record(done)
         self._in_flight = []
         self._current = []
         reach("journal-succeeded")
         if self.progress:
             self.progress(len(batch))
+
+    def _passed(self, seq: int, action: Action, evidence: Evidence) -> None:
+        """Fail the run on an action whose verification did not pass."""
+        if not evidence.passed:
+            self.results.append(ActionResult(seq, action, "failed", evidence, evidence.message))
+            raise VerificationFailed(
+                f"verification of {action.resource_id!r} failed: {evidence.message}"
+            )
 
     def _commit(self, captures: Sequence[Capture], manifest: str | None) -> None:
         try:
@@ -535,6 +546,11 @@ class Executor:
             "revision": record.revision,
             "applied_at": record.applied_at,
         }
+
+
+def _commanded(action: Action) -> bool:
+    """Whether a verified action's declared command is run: not for a removal or a handover."""
+    return action.type is not ActionType.REMOVE_RESOURCE and HANDED_OVER not in action.payload
 
 
 def _wording(exc: Exception) -> str:

@@ -10,12 +10,37 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from trueup.model import Evidence, Resource
 from trueup.redact import redact_message
 
 DEFAULT_TIMEOUT = 600
+#: Commands run at once (machine-sync.md, Limits): a batch of resources that each
+#: declare a check of a second waits about a quarter as long.
+CONCURRENCY = 4
+
+
+def verify_commands(resources: Sequence[Resource | None], root: Path) -> list[Evidence | None]:
+    """``verify_command`` of each resource (``None``: none to run), ``CONCURRENCY`` at once.
+
+    Results come in order. Each command is a process of its own: threads only
+    wait for them.
+    """
+    declaring = [
+        (i, r) for i, r in enumerate(resources) if r is not None and (r.verify or {}).get("command")
+    ]
+    found: list[Evidence | None] = [None] * len(resources)
+    if not declaring:
+        return found
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(CONCURRENCY, len(declaring))) as pool:
+        checked = pool.map(lambda pair: verify_command(pair[1], root), declaring)
+        for (i, _), evidence in zip(declaring, checked, strict=True):
+            found[i] = evidence
+    return found
 
 
 def verify_command(resource: Resource, root: Path) -> Evidence | None:
