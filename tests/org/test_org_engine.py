@@ -435,3 +435,23 @@ def test_a_saved_plan_outlives_reordered_entries_but_not_a_real_change(orgs: Org
     orgs.write(reordered.replace("7f3c", "7f3d"))
     with pytest.raises(StalePlan, match="the declaration changed"):
         engine.check_fresh(saved, engine.prepare(path, permission="apply"))
+
+
+def test_an_app_deleted_takes_its_client_secret_with_it(orgs: Orgs) -> None:
+    path = orgs.write(ORG)
+    orgs.apply(path)
+    (record,) = [
+        a
+        for a in orgs.engine().store.applied("org:acme@acme.test").values()
+        if a.resource.kind == "zitadel.oidc_app"
+    ]
+    store = SecretStore(orgs.data)
+    assert store.get(record.detail["secret_ref"])
+    apps = (
+        '\napps = [{ name = "portal-web", redirect_uris = ["https://portal.acme.test/callback"] }]'
+    )
+    assert apps in ORG
+    removed = orgs.apply(orgs.write(ORG.replace(apps, "")))
+    assert removed.outcome in (Outcome.CONVERGED, Outcome.HUMAN_ACTION_REQUIRED), removed.message
+    assert store.get(record.detail["secret_ref"]) is None
+    assert not [p for p in (orgs.data / "secrets").rglob("*") if p.is_file()]

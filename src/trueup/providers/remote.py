@@ -108,6 +108,9 @@ class RemoteKind(Kind):
     def delete(self, resource: Resource, payload: Mapping[str, Any], session: Any) -> None:
         raise NotImplementedError
 
+    def deleted(self, detail: Mapping[str, Any], session: Any) -> None:
+        """Clear up what the record of an object just deleted kept outside the store."""
+
     def flags(self, op: str, live: JSON | None, desired: JSON | None) -> tuple[bool, bool]:
         """(destroys, migrates) of one step."""
         return (self.destroys_on_delete, False) if op == "delete" else (False, False)
@@ -227,6 +230,8 @@ class RemoteKind(Kind):
         if op == "delete":
             self.delete(resource, action.payload, session)
             session.ids.pop(resource.id, None)
+            record = applied_record(ctx, resource.id)
+            self.deleted(record.detail if record else {}, session)
             return None
         if op == "create":
             learned = self.create(resource, action.payload, session)

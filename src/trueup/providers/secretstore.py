@@ -52,6 +52,21 @@ class SecretStore:
             register_secret(value)
         return value or None
 
+    def forget(self, ref: str) -> None:
+        """Remove the secret ``ref`` names, if it is still there.
+
+        Called once what it opened is deleted: a client secret of an app that
+        no longer exists is of no use to anyone but somebody who finds it.
+        """
+        scheme, _, name = ref.partition(":")
+        if scheme == "keyring":
+            with contextlib.suppress(Exception):
+                import keyring
+
+                keyring.delete_password(SERVICE, name.removeprefix(f"{SERVICE}/"))
+        elif scheme == "file":
+            self._path(name).unlink(missing_ok=True)
+
     def has(self, ref: str | None) -> bool:
         return bool(ref) and self.get(ref or "") is not None
 

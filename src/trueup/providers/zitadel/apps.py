@@ -209,6 +209,11 @@ class OidcAppKind(RemoteKind):
         project, app = _split(payload["id"])
         session.write.delete_app(session.org_id, project, app)
 
+    def deleted(self, detail: Mapping[str, Any], session: ZitadelSession) -> None:
+        # The app's client secret goes with it, from the keyring or the 0600 file.
+        if detail.get("secret_ref"):
+            session.secrets.forget(str(detail["secret_ref"]))
+
 
 class ProjectGrantKind(RemoteKind):
     name = "zitadel.project_grant"
