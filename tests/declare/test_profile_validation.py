@@ -150,7 +150,7 @@ BAD = {
         ["resource 'one'", "field 'executable'", "boolean"],
     ),
     "profile section": (GOOD.replace('id = "p"\n', ""), ["[profile]", "field 'id'"]),
-    "toml syntax": (GOOD.replace('name = "P"', "name = "), ["not valid toml"]),
+    "toml syntax": (GOOD.replace('name = "P"', "name = "), ["not valid TOML"]),
 }
 
 
@@ -198,7 +198,7 @@ def test_a_json_key_given_twice_is_refused_like_in_toml_and_yaml(
 ) -> None:
     result = run(tmp_path, text, "p.json")
     assert result.returncode == 2, result.stdout + result.stderr
-    assert f"{tmp_path / 'p.json'}: not valid json: {words}" in result.stderr
+    assert f"{tmp_path / 'p.json'}: not valid JSON: {words}" in result.stderr
     assert not (tmp_path / "root" / "b.txt").exists()
 
 
@@ -469,3 +469,11 @@ def test_a_profile_refused_as_a_whole_stays_refused_on_every_run(tmp_path: Path,
 def test_a_toml_profile_may_start_with_a_byte_order_mark(tmp_path: Path) -> None:
     result = run(tmp_path, "\ufeff" + GOOD)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_profile_of_another_suffix_is_read_as_toml_and_its_errors_say_so(
+    tmp_path: Path,
+) -> None:
+    result = run(tmp_path, "profile = [\n", name="p.conf")
+    assert result.returncode == 2
+    assert f"{tmp_path / 'p.conf'}: not valid TOML: " in result.stderr

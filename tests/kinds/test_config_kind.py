@@ -411,3 +411,13 @@ def test_dropping_a_key_that_overrides_a_yaml_merge_key_leaves_the_inherited_val
     machine.converge(config(target, '"dev.port" = 5'))
     machine.converge(config(target, '"other" = 1'))
     assert machine.load(target)["dev"]["port"] == 1
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_a_table_trueup_made_goes_without_a_trace_whatever_the_line_ends(
+    machine: Machine, newline: str
+) -> None:
+    machine.put("c/config.toml", f"z = 1{newline}")
+    machine.converge(config("c/config.toml", '"x" = 2, "n.m" = 1'))
+    machine.converge(config("c/config.toml", '"x" = 2'))
+    assert machine.path("c/config.toml").read_bytes() == f"z = 1{newline}x = 2{newline}".encode()

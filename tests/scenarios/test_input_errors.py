@@ -109,3 +109,11 @@ def test_fakes_serve_refuses_a_port_or_host_it_cannot_use(
 ) -> None:
     result = world.run("fakes", "serve", *args, timeout=60)
     refused(result, words)
+
+
+def test_the_migration_ddl_comes_in_the_envelope_when_json_is_asked(world: World) -> None:
+    plain = world.run("state", "migrate", "--sql", "sqlite")
+    assert plain.code == 0 and "CREATE TABLE" in plain.out
+    enveloped = world.run("state", "migrate", "--sql", "sqlite", "--json")
+    assert enveloped.code == 0 and enveloped.json["exitCode"] == 0, enveloped.out
+    assert enveloped.json["data"]["sql"] == plain.out

@@ -438,7 +438,11 @@ def state_migrate(
         if sql is not None:
             if sql not in ("sqlite", "postgresql"):
                 raise UsageError(f"--sql takes sqlite or postgresql, not {sql!r}")
-            sys.stdout.write(migration_sql(sql))
+            ddl = migration_sql(sql)
+            if out.json_mode:
+                out.envelope("ok", 0, f"the {sql} DDL of the state store", {"sql": ddl})
+            else:
+                sys.stdout.write(ddl)
             return 0
         settings = Settings.from_env(state=state)
         settings.open_data()  # a fresh TRUEUP_DATA is made here as by every other command

@@ -33,7 +33,8 @@ def read_document(path: Path) -> dict[str, Any]:
         else:  # an editor's byte-order mark is no statement (tomllib refuses it)
             data = tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not valid {suffix.lstrip('.') or 'toml'}: {exc}") from None
+        tried = {".json": "JSON", ".yaml": "YAML", ".yml": "YAML"}.get(suffix, "TOML")
+        raise UsageError(f"{path}: not valid {tried}: {exc}") from None
     except Exception as exc:  # ruamel's errors share no useful base class
         raise UsageError(f"{path}: not valid YAML: {_one_line(exc)}") from None
     if too_many:

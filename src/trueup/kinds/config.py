@@ -455,7 +455,8 @@ class ConfigKind(Kind):
         for key, value in payload.get("set", {}).items():
             doc.set(parse_key_path(key), value)
         text = str(doc.to_text())
-        if payload.get("unset") and text.endswith("\n\n") and not current.endswith("\n\n"):
+        gap = "\r\n\r\n" if "\r\n" in current else "\n\n"
+        if payload.get("unset") and text.endswith(gap) and not current.endswith(gap):
             # A deleted last table leaves the blank line that once set it apart.
             text = text.rstrip("\r\n") + ("\r\n" if "\r\n" in current else "\n")
         return text
