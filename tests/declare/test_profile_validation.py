@@ -387,6 +387,21 @@ AGREEMENT = {
         {"id": "r", "kind": "file", "target": "a", "link": "b", "policy": "append-local"},
         False,
     ),
+    # The loader reads an explicit null as absent; the schema must count it so too.
+    "content and a null source": (_resource(source=None), True),
+    "content and a null link": (_resource(link=None), True),
+    "a null content only": ({"id": "r", "kind": "file", "target": "a", "content": None}, False),
+    "a null link and append-local": (
+        {
+            "id": "r",
+            "kind": "file",
+            "target": "a",
+            "content": "x",
+            "link": None,
+            "policy": "append-local",
+        },
+        True,
+    ),
     "a config key path": (
         {"id": "c", "kind": "config", "target": "c.json", "keys": {"a.b": 1}},
         True,

@@ -58,15 +58,22 @@ _SEGMENT = _RESERVED + r'(?:"(?:[^"\\\x00]|\\["\\])+"|[^."\s\x00](?:[^."\x00]*[^
 _KEY_PATH = rf"^{_SEGMENT}(?:\.{_SEGMENT}){{0,{MAX_KEY_DEPTH - 1}}}$"
 
 
+def _declared(field: str) -> dict[str, Any]:
+    """A field given a value: the loader reads an explicit null as absent (file_fields'
+    one-origin check counts only values that are not None), so `required` alone, which
+    a null satisfies, would let the schema and the loader disagree."""
+    return {"required": [field], "properties": {field: {"not": {"type": "null"}}}}
+
+
 def _with_rules_pydantic_cannot_spell(schema: dict[str, Any]) -> dict[str, Any]:
     for name, model in schema["$defs"].items():
         if not name.endswith("Resource"):
             continue
         model["properties"]["target"]["pattern"] = _TARGET
         if name == "FileResource":
-            model["oneOf"] = [{"required": [origin]} for origin in ("content", "source", "link")]
+            model["oneOf"] = [_declared(origin) for origin in ("content", "source", "link")]
             model["properties"]["link"]["pattern"] = _NO_NUL
-            model["if"] = {"required": ["link"]}
+            model["if"] = _declared("link")
             model["then"] = {"properties": {"policy": {"not": {"const": "append-local"}}}}
         if name == "ConfigResource":
             model["properties"]["keys"]["propertyNames"] = {"pattern": _KEY_PATH}
