@@ -366,6 +366,28 @@ def test_a_table_trueup_made_stays_when_a_person_wrote_a_comment_in_it(
 
 
 @pytest.mark.parametrize(
+    ("noted", "after"),
+    [
+        ({"m"}, "z = 1\nx = 2\n\n[n]\n# my note\n"),
+        # The same words in two tables are two comments: both tables stay.
+        ({"m", "r"}, "z = 1\nx = 2\n\n[n]\n# my note\n\n[q]\n# my note\n"),
+    ],
+)
+def test_only_the_tables_trueup_made_that_hold_a_persons_comment_stay(
+    machine: Machine, noted: set[str], after: str
+) -> None:
+    target = "c/config.toml"
+    machine.put(target, "z = 1\n")
+    machine.converge(config(target, 'x = 2, "n.m" = 1, "q.r" = 3'))
+    text = machine.path(target).read_text()
+    for key in noted:
+        text = text.replace(f"\n{key} = ", f"\n# my note\n{key} = ")
+    machine.path(target).write_text(text)
+    machine.converge(config(target, "x = 2"))
+    assert machine.path(target).read_text() == after
+
+
+@pytest.mark.parametrize(
     ("target", "text"),
     [
         ("c/config.toml", 'model = "a"\nsince = 2024-01-01\nat = 1979-05-27T07:32:00Z\n'),

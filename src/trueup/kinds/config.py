@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import reprlib
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import cache
@@ -446,12 +447,13 @@ class ConfigKind(Kind):
             return str(fresh.to_text())
         for key in payload.get("unset", []):
             doc.delete(parse_key_path(key))
-        kept = str(doc.to_text()) if payload.get("prune") else ""
         for table in payload.get("prune", []):
+            # Table by table, deepest first: a person who wrote in one table trueup
+            # made owns that one (and so its parents), not every table pruned with it.
+            kept = str(doc.to_text())
             doc.delete(parse_key_path(table))
-        if payload.get("prune") and _loses_a_comment(kept, str(doc.to_text())):
-            # A person wrote in a table trueup made: it is theirs now, so it stays.
-            doc = self._load(resource, kept)
+            if _loses_a_comment(kept, str(doc.to_text())):
+                doc = self._load(resource, kept)
         for key, value in payload.get("set", {}).items():
             doc.set(parse_key_path(key), value)
         text = str(doc.to_text())
@@ -560,11 +562,14 @@ def _holds(keys: Iterable[str], table: str) -> bool:
 
 
 def _loses_a_comment(before: str, after: str) -> bool:
-    """Whether ``after`` lacks a comment line ``before`` has (TOML and YAML: ``#``)."""
-    remaining = set(after.splitlines())
-    return any(
-        line.lstrip().startswith("#") and line not in remaining for line in before.splitlines()
-    )
+    """Whether ``after`` lacks a comment line ``before`` has (TOML and YAML: ``#``).
+
+    Counted, not just looked up: the same note written in two tables is two
+    comments, and dropping the table holding one of them still loses a comment.
+    """
+    remaining = Counter(after.splitlines())
+    comments = Counter(line for line in before.splitlines() if line.lstrip().startswith("#"))
+    return any(remaining[line] < count for line, count in comments.items())
 
 
 def _inside(key: str, declared: str) -> bool:
