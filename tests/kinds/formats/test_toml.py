@@ -186,6 +186,32 @@ notifications = true
     )
 
 
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (
+            "# MCP servers I use\n[mcp]\nx = 1\n",
+            'model = "m"\nhide = true\n\n# MCP servers I use\n[mcp]\nx = 1\n',
+        ),
+        (
+            "# the file\n\n# one\n# two\n[mcp]\nx = 1\n",
+            '# the file\n\nmodel = "m"\nhide = true\n\n# one\n# two\n[mcp]\nx = 1\n',
+        ),
+        (
+            "# c\r\n[mcp]\r\nx = 1\r\n",
+            'model = "m"\r\nhide = true\r\n\r\n# c\r\n[mcp]\r\nx = 1\r\n',
+        ),
+    ],
+)
+def test_a_first_root_key_goes_before_the_comment_that_introduces_the_first_table(
+    before: str, after: str
+) -> None:
+    document = doc(before)
+    document.set(("model",), "m")
+    document.set(("hide",), True)
+    assert document.to_text() == after
+
+
 def test_new_tables_with_nested_tables() -> None:
     document = doc()
     document.set(("mcp_servers", "new"), {"command": "uvx", "args": ["srv"], "env": {"A": "1"}})

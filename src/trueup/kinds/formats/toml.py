@@ -329,11 +329,26 @@ def _last_entry(body: _Body, tables: bool) -> int | None:
     return last
 
 
+def _heading(body: _Body) -> int | None:
+    """Where the comment lines touching the first table start, if a comment touches it."""
+    first = next((index for index, (key, _) in enumerate(body) if key is not None), None)
+    if first is None:
+        return None
+    start = first
+    while (
+        start > 0 and body[start - 1][0] is None and not isinstance(body[start - 1][1], Whitespace)
+    ):
+        start -= 1
+    return start if start < first else None
+
+
 def _split_point(body: _Body, start: int) -> int:
-    """Where trivia after ``body[start - 1]`` stops belonging to it: its first blank line."""
+    """Where trivia after ``body[start - 1]`` stops belonging to it: its first blank line
+    (a Whitespace item, or a comment opened by a blank line _place gave it)."""
     index = start
     while index < len(body) and body[index][0] is None:
-        if isinstance(body[index][1], Whitespace):
+        item = body[index][1]
+        if isinstance(item, Whitespace) or item.trivia.indent.startswith("\n"):
             return index
         index += 1
     return index
@@ -355,6 +370,18 @@ def _place(container: _Mapping, key: str, item: Item) -> None:
     inner = container.value if isinstance(container, Table) else container
     is_table = isinstance(item, Table | AoT)
     last = _last_entry(body, tables=is_table) if body is not None else None
+    heading = None if body is None or is_table or last is not None else _heading(body)
+    if body is not None and heading is not None and isinstance(inner, Container):
+        # The comment right above the first table introduces that table, so the key goes
+        # before it, a blank line apart, rather than between the comment and its table.
+        # The blank line opens the comment (not a trail on the key), so that _split_point
+        # puts further keys after this one, not after the comment.
+        comment = body[heading][1]
+        comment.trivia.indent = "\n" + comment.trivia.indent
+        inner._insert_at(heading, key, item)
+        if container is not inner:
+            dict.__setitem__(container, key, item)
+        return
     if body is None or last is None or not isinstance(inner, Container):
         container[key] = item
         return
