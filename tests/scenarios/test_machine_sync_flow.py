@@ -862,3 +862,19 @@ def test_verification_commands_run_several_at_once(world: World) -> None:
     applied = world.run("apply", str(profile), "--root", str(world.root), "--yes")
     assert applied.code == 0, applied.out + applied.err
     assert sorted(p.name for p in marks.iterdir()) == ["f0", "f1", "f2", "f3"]
+
+
+def test_a_config_declared_below_a_dropped_file_is_shown_and_written(world: World) -> None:
+    root = str(world.root)
+    first = world.write("r.toml", A_FILE_THERE)
+    assert world.run("apply", str(first), "--root", root, "--yes").code == 0
+    below = A_FILE_THERE.replace('id = "commands-file"', 'id = "cfg"').replace(
+        'kind = "file"\ntarget = ".claude/commands"\ncontent = "one file\\n"',
+        'kind = "config"\ntarget = ".claude/commands/e.json"\nkeys = { k = 1 }',
+    )
+    assert "e.json" in below
+    second = world.write("r.toml", below)
+    shown = world.run("plan", str(second), "--root", root)
+    assert shown.code == 0 and "internal error" not in shown.err, shown.out + shown.err
+    assert world.run("apply", str(second), "--root", root, "--yes").code == 0
+    assert json.loads(world.target(".claude/commands/e.json").read_text()) == {"k": 1}

@@ -433,7 +433,10 @@ class ConfigKind(Kind):
 
     def _edit(self, action: Action, resource: Resource, fs: ReadOnlyFS, path: Path) -> str:
         entry = fs.entry(path)
-        current = fs.read_bytes(path).decode("utf-8") if entry is not None else ""
+        there = (
+            entry is not None and entry.state == "file"
+        )  # "blocked": a file trueup removes first
+        current = fs.read_bytes(path).decode("utf-8") if there else ""
         doc = self._load(resource, current)
         payload = action.payload
         if payload.get("replace"):
@@ -511,7 +514,7 @@ class ConfigKind(Kind):
     def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
         path = ctx.path(resource.target)
         entry = ctx.fs.entry(path)
-        old = ctx.fs.read_bytes(path) if entry is not None else None
+        old = ctx.fs.read_bytes(path) if entry is not None and entry.state == "file" else None
         text = self._outcome(action, resource, ctx.fs, path)
         return text_diff(old, None if text is None else text.encode("utf-8"), resource.target)
 
