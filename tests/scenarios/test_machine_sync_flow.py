@@ -878,3 +878,35 @@ def test_a_config_declared_below_a_dropped_file_is_shown_and_written(world: Worl
     assert shown.code == 0 and "internal error" not in shown.err, shown.out + shown.err
     assert world.run("apply", str(second), "--root", root, "--yes").code == 0
     assert json.loads(world.target(".claude/commands/e.json").read_text()) == {"k": 1}
+
+
+def test_sigterm_during_verification_commands_stops_them_and_the_run(world: World) -> None:
+    """The commands run in threads: a signal must not wait for each to finish."""
+    started = world.base / "started"
+    started.mkdir()
+    text = '[profile]\nid = "s"\nname = "S"\n'
+    for n in range(2):
+        wait = f'touch "{started}/{n}"; sleep 60'
+        text += (
+            f'[[resource]]\nid = "f{n}"\nkind = "file"\ntarget = "f{n}.txt"\ncontent = "{n}\\n"\n'
+            f'verify = {{ command = ["sh", "-c", {json.dumps(wait)}] }}\n'
+        )
+    profile = world.write("s.toml", text)
+    proc = subprocess.Popen(
+        [TRUEUP, "apply", str(profile), "--root", str(world.root), "--yes"],
+        env=world.env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while len(list(started.iterdir())) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    signalled = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=50)
+    assert time.monotonic() - signalled < 20, "it waited for the commands"
+    assert proc.returncode == 7, out + err
+    assert not world.target("f0.txt").exists() and not world.target("f1.txt").exists()

@@ -36,42 +36,62 @@ def verify_commands(resources: Sequence[Resource | None], root: Path) -> list[Ev
         return found
     from concurrent.futures import ThreadPoolExecutor
 
+    running: set[subprocess.Popen[bytes]] = set()
     with ThreadPoolExecutor(min(CONCURRENCY, len(declaring))) as pool:
-        checked = pool.map(lambda pair: verify_command(pair[1], root), declaring)
-        for (i, _), evidence in zip(declaring, checked, strict=True):
-            found[i] = evidence
+        try:
+            checked = list(pool.map(lambda pair: verify_command(pair[1], root, running), declaring))
+        except BaseException:
+            # A signal (or a failure) stops the run: its commands stop with it, rather
+            # than the run waiting for each of them, up to its timeout.
+            for process in list(running):
+                process.kill()
+            raise
+    for (i, _), evidence in zip(declaring, checked, strict=True):
+        found[i] = evidence
     return found
 
 
-def verify_command(resource: Resource, root: Path) -> Evidence | None:
-    """Run the resource's verification command, if it declares one."""
+def verify_command(
+    resource: Resource, root: Path, running: set[subprocess.Popen[bytes]] | None = None
+) -> Evidence | None:
+    """Run the resource's verification command, if it declares one.
+
+    ``running`` holds the command's process while it runs, so a caller can stop it.
+    """
     spec = resource.verify or {}
     command = spec.get("command")
     if not command:
         return None
     timeout = int(spec.get("timeout", DEFAULT_TIMEOUT))
     try:
-        done = subprocess.run(
+        process = subprocess.Popen(
             command,
             cwd=root,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            timeout=timeout,
-            check=False,
         )
-    except subprocess.TimeoutExpired:
-        return Evidence("failed", "command", message=f"verification timed out after {timeout}s")
     except OSError as exc:
         return Evidence("failed", "command", message=f"verification could not start: {exc}")
-    if done.returncode == 0:
+    if running is not None:
+        running.add(process)
+    try:
+        returncode = process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return Evidence("failed", "command", message=f"verification timed out after {timeout}s")
+    finally:
+        if running is not None:
+            running.discard(process)
+    if returncode == 0:
         return Evidence("passed", "command", exit_code=0)
     return Evidence(
         "failed",
         "command",
-        exit_code=done.returncode,
+        exit_code=returncode,
         message=redact_message(
-            f"verification command exited {done.returncode} (its output is not kept; "
+            f"verification command exited {returncode} (its output is not kept; "
             f"run it in {root} to see it: {shlex.join(command)})"
         ),
     )
