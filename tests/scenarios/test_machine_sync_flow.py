@@ -793,7 +793,14 @@ source = "cmds"
 """
 
 
-@pytest.mark.parametrize("verify", ["", 'verify = { command = ["false"] }'], ids=["ok", "fails"])
+DIRTIES = 'verify = { command = ["sh", "-c", "echo log > .claude/commands/x.log; exit 1"] }'
+
+
+@pytest.mark.parametrize(
+    "verify",
+    ["", 'verify = { command = ["false"] }', DIRTIES],
+    ids=["ok", "fails", "fails-after-writing-there"],
+)
 def test_a_file_trueup_wrote_becomes_a_folder_in_one_apply(world: World, verify: str) -> None:
     """A file is dropped and a folder declared at its name: the file goes, then the folder comes.
 
@@ -807,6 +814,11 @@ def test_a_file_trueup_wrote_becomes_a_folder_in_one_apply(world: World, verify:
     second = world.write("r.toml", A_FOLDER_THERE.format(verify=verify))
     applied = world.run("apply", str(second), "--root", root, "--yes")
     commands = world.target(".claude/commands")
+    if verify == DIRTIES:  # the folder holds what its check wrote: it is not trueup's to remove
+        assert applied.code == 7, applied.out
+        assert "changed after the run wrote it, so left as it is" in applied.out
+        assert (commands / "x.log").exists()
+        return
     if verify:
         assert applied.code == 7, applied.out
         assert commands.read_text() == "one file\n"

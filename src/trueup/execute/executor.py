@@ -183,6 +183,8 @@ class Executor:
         self._in_flight: list[tuple[int, str]] = []
         # Remote kinds: what each call returned, and the actions now in flight.
         self._learned: dict[int, dict[str, Any]] = {}
+        # Paths a restore left as they are: changed after the run wrote them.
+        self._changed_since: list[str] = []
         self._current: list[tuple[int, Action]] = []
 
     def execute(self, plan: Plan, first_seq: int = 0) -> RunResult:
@@ -238,6 +240,12 @@ class Executor:
                     + ": fix the cause and apply again to resume"
                     if kept
                     else "every change of this run was restored"
+                )
+                + (
+                    f", except {', '.join(self._changed_since)}: changed after the run wrote "
+                    "it, so left as it is"
+                    if self._changed_since
+                    else ""
                 ),
             )
         return self._finish(outcome_of(plan.actions), "")
@@ -505,7 +513,7 @@ class Executor:
         self._restore([(seq, ref) for seq, ref in started if ref is not None])
 
     def _restore(self, items: Sequence[tuple[int, str]]) -> None:
-        restore_run(self.store, self.run, self.rollback, self.fs, items)
+        self._changed_since += restore_run(self.store, self.run, self.rollback, self.fs, items)
         restored = {seq for seq, _ in items}
         for result in self.results:
             if result.seq in restored and result.status == "succeeded":
