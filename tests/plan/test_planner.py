@@ -162,4 +162,7 @@ def test_an_unmodified_dropped_file_in_a_new_targets_way_is_removed_first(target
 def test_an_edited_dropped_file_in_a_new_targets_way_stays_for_a_person() -> None:
     declared = Resource("new", "file", "replace", "t/a/inside", file("new").spec)
     result: Any = _dropped_file_under(declared, edited=True)
-    assert {a.resource_id: a.type for a in result.actions}["new"] is ActionType.DRIFT_CONFLICT
+    kinds_of = {a.resource_id: a.type for a in result.actions}
+    assert kinds_of["new"] is ActionType.DRIFT_CONFLICT
+    # Its record stays: once the person undoes the edit, the file goes and "new" comes.
+    assert kinds_of["old"] is ActionType.NO_OP

@@ -117,6 +117,13 @@ def compute_plan(
             decision = clearing[rid]
         elif seen.state == OVERSIZED:
             decision = _unreadable(seen)
+        elif covering is not None and not (
+            decided[covering].type.applies or covering in applied
+        ):  # as for an heir: the record stays until the id declared there is applied
+            decision = Decision(
+                ActionType.NO_OP,
+                f"kept until {covering!r}, declared where it is now, is applied",
+            )
         elif covering is not None:
             # Another kind (or a folder around or inside it) is declared there now:
             # removing the old one would remove what the new one declares.
