@@ -476,11 +476,11 @@ class Engine:
 
     def _recover(self, run: RunInfo, progress: Callable[[int], None] | None) -> RunResult:
         rollback = self.rollback_for(run)
+        journaled = self.store.run_actions(run.id)
         # Before the run is taken over: a recovery in the wrong place leaves it as it is.
-        rollback.check(ref for _, ref in in_flight(self.store.run_actions(run.id)))
+        rollback.check(ref for _, ref in in_flight(journaled))
         self.take(run)
         fs = WritableFS(max_file_bytes=self.settings.max_file_bytes, tag=run.id)
-        journaled = self.store.run_actions(run.id)
         restored = restore_interrupted(self.store, run, rollback, fs, journaled)
         self.store.event(
             run.id,

@@ -29,7 +29,7 @@ def read_document(path: Path) -> dict[str, Any]:
             from trueup.kinds.formats.yaml import alias_bomb
 
             data = YAML(typ="safe", pure=True).load(raw)
-            too_many = alias_bomb(data, raw.decode("utf-8", "replace"))
+            too_many = alias_bomb(data, len(raw))
         else:  # an editor's byte-order mark is no statement (tomllib refuses it)
             data = tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))
     except (ValueError, UnicodeDecodeError) as exc:

@@ -52,7 +52,7 @@ def verify_commands(resources: Sequence[Resource | None], root: Path) -> list[Ev
 
 
 def verify_command(
-    resource: Resource, root: Path, running: set[subprocess.Popen[bytes]] | None = None
+    resource: Resource, root: Path, running: set[subprocess.Popen[bytes]]
 ) -> Evidence | None:
     """Run the resource's verification command, if it declares one.
 
@@ -73,8 +73,7 @@ def verify_command(
         )
     except OSError as exc:
         return Evidence("failed", "command", message=f"verification could not start: {exc}")
-    if running is not None:
-        running.add(process)
+    running.add(process)
     try:
         returncode = process.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -82,8 +81,7 @@ def verify_command(
         process.wait()
         return Evidence("failed", "command", message=f"verification timed out after {timeout}s")
     finally:
-        if running is not None:
-            running.discard(process)
+        running.discard(process)
     if returncode == 0:
         return Evidence("passed", "command", exit_code=0)
     return Evidence(

@@ -181,12 +181,13 @@ def expanded_size(root: object, limit: int) -> int:
     return size(root)
 
 
-def alias_bomb(data: object, text: str) -> str | None:
-    """Why ``data``, read from ``text``, must not be used, if its aliases make it huge.
+def alias_bomb(data: object, size: int) -> str | None:
+    """Why ``data``, read from ``size`` characters (or bytes), must not be used, if
+    its aliases make it huge.
 
     Shared with declaration files: a YAML profile is expanded as it is validated.
     """
-    limit = max(LEAST_EXPANSION, len(text))
+    limit = max(LEAST_EXPANSION, size)
     if expanded_size(data, limit) <= limit:
         return None
     return (
@@ -594,7 +595,7 @@ class YamlDocument(BaseDocument):
             raise ConfigError(
                 "the top level of a YAML config file must be a mapping", origin=origin
             )
-        too_many = alias_bomb(data, text)
+        too_many = alias_bomb(data, len(text))
         if too_many:
             raise ConfigError(too_many, origin=origin)
         self._data: CommentedMap = data
