@@ -20,10 +20,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
+
+if TYPE_CHECKING:
+    from trueup.readahead import ReadAhead
 
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 TEMP_MARK = ".trueup-tmp-"
@@ -90,6 +93,9 @@ class StatCache:
     #: digests: a source read to plan is not read again to write it.
     contents: dict[str, tuple[StatKey, str, bytes]] = field(default_factory=dict)
     contents_budget: int = CONTENTS_BUDGET
+    #: Sources being read by a second process (readahead.py): learned on the
+    #: first miss, by whichever file system of the run has it.
+    ahead: ReadAhead | None = None
 
     def lookup(self, path: str, st: os.stat_result) -> str | None:
         return self.known(path, stat_key(st))
@@ -195,6 +201,31 @@ class ReadOnlyFS:
         self.max_file_bytes = max_file_bytes
         self.witness = witness
 
+    def read_ahead(self, paths: list[str]) -> None:
+        """Have ``paths`` read and hashed by a second process meanwhile (readahead.py)."""
+        from trueup.readahead import ReadAhead
+
+        self.stop_read_ahead()
+        self.cache.ahead = ReadAhead.start(
+            paths, self.max_file_bytes, CONTENTS_MAX_FILE, self.cache.contents_budget
+        )
+
+    def stop_read_ahead(self) -> None:
+        """Stop a read-ahead whose results are not needed (any more)."""
+        ahead, self.cache.ahead = self.cache.ahead, None
+        if ahead is not None:
+            ahead.close()
+
+    def _caught_up(self, path: str) -> bool:
+        """Learn what the read-ahead read, on the first miss of a path it was asked
+        for (once: it is spent then); whether it ran."""
+        ahead = self.cache.ahead
+        if ahead is None or path not in ahead.paths:
+            return False
+        self.cache.ahead = None
+        ahead.drain(self.cache)
+        return True
+
     def lstat(self, path: Path | str) -> os.stat_result | None:
         try:
             st: os.stat_result | None = os.lstat(path)
@@ -281,6 +312,8 @@ class ReadOnlyFS:
         self._check_size(key, st.st_size)  # a known digest does not lift the limit
         cache = self.cache
         cached = cache.known(key, skey)
+        if cached is None and self._caught_up(key):
+            cached = cache.known(key, skey)
         if cached is not None:
             return cached
         data = self._read(key, st.st_size)
@@ -301,6 +334,8 @@ class ReadOnlyFS:
         self._seen(key, st)
         skey = stat_key(st)
         hit = self.cache.contents.get(key)
+        if hit is None and self._caught_up(key):
+            hit = self.cache.contents.get(key)
         if hit is not None and hit[0] == skey and hit[1] == digest:
             return hit[2]
         data = self._read(key, st.st_size)

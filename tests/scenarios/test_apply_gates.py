@@ -75,8 +75,9 @@ def test_a_tampered_saved_plan_is_refused(world: World) -> None:
     document["plan"]["actions"][0]["payload"]["extra"] = True
     saved.write_text(json.dumps(document))
     refused = world.run("apply", str(saved), "--yes")
-    assert refused.code == 4
-    assert "digest" in refused.err
+    assert refused.code == 2, "an edited or damaged plan file is bad input"
+    assert "does not match its digest" in refused.err
+    assert "trueup plan" in refused.err
     assert not world.target(".toolrc").exists()
 
 

@@ -48,7 +48,11 @@ class Profile:
 
 
 def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> Profile:
-    """Parse, validate and content-address a profile file."""
+    """Parse, validate and content-address a profile file.
+
+    A new or edited profile most likely has new or edited sources too: they
+    are read by a second process while this one validates (``ReadOnlyFS.read_ahead``).
+    """
     path = Path(os.path.abspath(path))
     where = str(path)
     try:
@@ -58,10 +62,15 @@ def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> P
     cache = _cache_file(cache_dir, path)
     validated = _read_cache(cache, st)
     fresh = validated is None
-    if validated is None:
-        validated = _validate(read_document(path), where)
-    meta, entries = validated["profile"], validated["resources"]
-    resources = tuple(_resolve(entry, path.parent, fs, where) for entry in entries)
+    try:
+        if validated is None:
+            document = read_document(path)
+            fs.read_ahead(_sources(document.get("resource"), path.parent))
+            validated = _validate(document, where)
+        meta, entries = validated["profile"], validated["resources"]
+        resources = tuple(_resolve(entry, path.parent, fs, where) for entry in entries)
+    finally:  # every source is resolved (or none will be)
+        fs.stop_read_ahead()
     if fresh:
         _check_whole(resources, where)
         # Only a profile that passed every check is remembered as valid: a
@@ -69,6 +78,21 @@ def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> P
         _write_cache(cache, st, validated)
     body = {"profile": meta, "resources": [r.to_json() for r in resources]}
     return Profile(meta["id"], meta["name"], path, resources, digest(body))
+
+
+def _sources(raws: Any, base: Path) -> list[str]:
+    """Every ``source`` path of the raw resources, spelt as resolution spells it.
+
+    Not yet validated, so taken as they come: a read-ahead only reads, and
+    whatever it was wrongly given is simply never looked up.
+    """
+    if not isinstance(raws, list):
+        return []
+    return [
+        os.path.normpath(os.path.join(base, raw["source"]))
+        for raw in raws
+        if isinstance(raw, Mapping) and isinstance(raw.get("source"), str)
+    ]
 
 
 # -- validation (on a cache miss) ------------------------------------------

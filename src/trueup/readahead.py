@@ -1,0 +1,191 @@
+"""Source files read and hashed by a second process while this one validates.
+
+A first apply of thousands of file resources spends a fifth of its time
+reading and hashing their sources one by one, while the machine's other core
+idles. Once a profile's source list is known, a small child process (the
+standard library only, ~10 ms to start) reads and hashes them in parallel
+with validation, and its results enter the stat cache by the rule the
+parent's own reads follow (``StatCache.learn``): a result is used only for a
+file whose stat is still the one it was read with, and not racy, so a source
+edited meanwhile is simply read again. The child only reads, and anything it
+fails at (a link, a folder, a vanished or oversized file, the child itself
+dying) is left to the parent's ordinary reads.
+
+Run as a script, this module is that child: it takes the request on stdin
+and answers in length-prefixed frames on stdout, so the parent's memory
+stays one frame deep.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import marshal
+import os
+import stat
+import struct
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from trueup.fs import StatCache
+
+#: Fewer sources than this are read faster than a process starts.
+MIN_FILES = 256
+_FRAME_FILES = 256
+_HEADER = struct.Struct(">I")
+_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class ReadAhead:
+    """One child reading ``paths``; ``drain`` hands what it read to a stat cache."""
+
+    def __init__(self, process: subprocess.Popen[bytes], paths: list[str]) -> None:
+        self._process: subprocess.Popen[bytes] | None = process
+        #: What it was asked to read: a miss elsewhere does not wait for it.
+        self.paths = frozenset(paths)
+
+    @classmethod
+    def start(
+        cls, paths: list[str], max_file_bytes: int, keep_file: int, keep_budget: int
+    ) -> ReadAhead | None:
+        """A running read-ahead, or ``None`` where it would not pay (few files, one core)."""
+        if len(paths) < MIN_FILES or len(_cores()) < 2:
+            return None
+        import subprocess
+
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-I", "-S", __file__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except OSError:
+            return None
+        # Written by a thread: the request outgrows the pipe, and the child takes
+        # it only once started, which this process need not wait for.
+        request = marshal.dumps((paths, max_file_bytes, keep_file, keep_budget))
+        threading.Thread(target=_hand, args=(process.stdin, request), daemon=True).start()
+        ahead = cls(process, paths)
+        # Should nobody need it (a refused apply), it still ends with this process.
+        atexit.register(ahead.close)
+        return ahead
+
+    def drain(self, cache: StatCache) -> None:
+        """Wait for the child and learn everything it read; once, then this is spent."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        assert process.stdout is not None
+        try:
+            for path, key, digest, data, read_ns in _records(process.stdout):
+                cache.learn(path, key, digest, data, read_ns)
+        except (OSError, ValueError, EOFError, TypeError, struct.error):
+            pass  # what was learned stands; the parent reads the rest itself
+        finally:
+            self._stop(process)
+
+    def close(self) -> None:
+        """Stop the child unread (the run ended or failed before it was needed)."""
+        process, self._process = self._process, None
+        if process is not None:
+            self._stop(process)
+
+    @staticmethod
+    def _stop(process: subprocess.Popen[bytes]) -> None:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def _hand(stream: IO[bytes] | None, request: bytes) -> None:
+    assert stream is not None
+    with contextlib.suppress(OSError):  # the child is gone: the parent reads the files itself
+        stream.write(request)
+        stream.close()
+
+
+def _cores() -> set[int] | range:
+    try:
+        return os.sched_getaffinity(0)
+    except AttributeError:  # not on Linux
+        return range(os.cpu_count() or 1)
+
+
+def _records(stream: IO[bytes]) -> Iterator[tuple[str, Any, str, bytes | None, int]]:
+    while header := stream.read(_HEADER.size):
+        (size,) = _HEADER.unpack(header)
+        frame = stream.read(size)
+        if len(frame) != size:
+            return
+        for path, key, digest, data, read_ns in marshal.loads(frame):
+            yield path, tuple(key), digest, data, read_ns
+
+
+def _read(path: str, max_file_bytes: int) -> tuple[tuple[int, int, int, int], bytes] | None:
+    """A regular file's stat key and bytes, if it held still while it was read."""
+    try:
+        fd = os.open(path, _O_FLAGS)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_file_bytes:
+            return None
+        data = os.read(fd, st.st_size + 1)
+        after = os.fstat(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    if len(data) != st.st_size or key != (
+        after.st_size,
+        after.st_mtime_ns,
+        after.st_ino,
+        after.st_ctime_ns,
+    ):
+        return None
+    return key, data
+
+
+def _child(request: bytes, out: IO[bytes]) -> None:
+    """Read everything, then answer: the parent is busy validating meanwhile, and a
+    pipe holds 64 KiB, so writing as it goes would stall the reading at once."""
+    paths, max_file_bytes, keep_file, keep_budget = marshal.loads(request)
+    frame: list[tuple[str, Any, str, bytes | None, int]] = []
+    frames: list[bytes] = []
+    for path in paths:
+        found = _read(path, max_file_bytes)
+        if found is not None:
+            key, data = found
+            digest = hashlib.sha256(data).hexdigest()
+            kept = len(data) <= min(keep_file, keep_budget)
+            keep_budget -= len(data) if kept else 0
+            frame.append((path, key, digest, data if kept else None, time.time_ns()))
+        if len(frame) >= _FRAME_FILES:
+            _pack(frames, frame)
+    _pack(frames, frame)
+    for blob in frames:
+        out.write(blob)
+
+
+def _pack(frames: list[bytes], frame: list[Any]) -> None:
+    if frame:
+        blob = marshal.dumps(frame)
+        frames.append(_HEADER.pack(len(blob)) + blob)
+        frame.clear()
+
+
+if __name__ == "__main__":
+    _child(sys.stdin.buffer.read(), sys.stdout.buffer)
+    sys.stdout.buffer.flush()

@@ -1,0 +1,117 @@
+"""Sources read ahead by a second process: used only where the parent's own read
+would give the same answer, never trusted past an edit, and never left running."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from trueup.fs import ReadOnlyFS, StatCache, sha256_bytes
+from trueup.readahead import MIN_FILES, ReadAhead
+
+pytestmark = pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="a read-ahead is only started with two cores"
+)
+
+
+def sources(folder: Path, count: int = MIN_FILES, age_s: float = 10) -> list[str]:
+    """``count`` files old enough for their stat to be trusted."""
+    folder.mkdir(parents=True, exist_ok=True)
+    past = time.time_ns() - int(age_s * 1e9)
+    paths = []
+    for i in range(count):
+        path = folder / f"s{i:04d}.txt"
+        path.write_bytes(f"source {i}\n".encode() * (i % 7 + 1))
+        os.utime(path, ns=(past, past))
+        paths.append(str(path))
+    return paths
+
+
+def reading(paths: list[str]) -> ReadOnlyFS:
+    fs = ReadOnlyFS(StatCache())
+    fs.read_ahead(paths)
+    assert fs.cache.ahead is not None
+    return fs
+
+
+def test_one_lookup_learns_every_source_the_second_process_read(tmp_path: Path) -> None:
+    paths = sources(tmp_path / "src")
+    fs = reading(paths)
+    assert fs.digest_file(paths[0]) == sha256_bytes(Path(paths[0]).read_bytes())
+    assert fs.cache.ahead is None  # spent
+    for path in paths:
+        data = Path(path).read_bytes()
+        assert fs.cache.contents[path][1:] == (sha256_bytes(data), data)
+        assert fs.cache.entries[path][1] == sha256_bytes(data)
+
+
+def test_a_source_edited_after_it_was_read_ahead_is_read_again(tmp_path: Path) -> None:
+    paths = sources(tmp_path / "src")
+    fs = reading(paths)
+    fs.cache.ahead.drain(fs.cache)  # type: ignore[union-attr]
+    edited = Path(paths[5])
+    edited.write_bytes(b"edited meanwhile\n")
+    assert fs.digest_file(edited) == sha256_bytes(b"edited meanwhile\n")
+    assert fs.read_expected(edited, sha256_bytes(b"edited meanwhile\n")) == b"edited meanwhile\n"
+
+
+def test_files_too_new_to_trust_by_their_stat_are_not_learned(tmp_path: Path) -> None:
+    paths = sources(tmp_path / "src", age_s=0)
+    fs = reading(paths)
+    assert fs.digest_file(paths[0]) == sha256_bytes(Path(paths[0]).read_bytes())
+    assert fs.cache.contents.keys() <= {paths[0]}
+
+
+def test_links_folders_missing_and_oversized_files_are_left_to_the_parent(
+    tmp_path: Path,
+) -> None:
+    paths = sources(tmp_path / "src")
+    big = Path(paths[1])
+    big.write_bytes(b"x" * 100)
+    link = tmp_path / "link"
+    link.symlink_to(paths[2])
+    fs = ReadOnlyFS(StatCache(), max_file_bytes=64)
+    fs.read_ahead([*paths, str(link), str(tmp_path / "src"), str(tmp_path / "gone"), "a\0b"])
+    fs.digest_file(paths[0])
+    assert str(link) not in fs.cache.entries
+    assert str(big) not in fs.cache.entries
+    assert str(tmp_path / "src") not in fs.cache.entries
+    assert paths[3] in fs.cache.entries
+
+
+def test_a_lookup_outside_what_was_asked_does_not_wait_for_it(tmp_path: Path) -> None:
+    paths = sources(tmp_path / "src")
+    other = tmp_path / "other.txt"
+    other.write_bytes(b"other")
+    fs = reading(paths)
+    fs.digest_file(other)
+    assert fs.cache.ahead is not None
+    fs.stop_read_ahead()
+
+
+def test_a_dead_second_process_only_costs_the_parent_its_own_reads(tmp_path: Path) -> None:
+    paths = sources(tmp_path / "src")
+    fs = reading(paths)
+    ahead = fs.cache.ahead
+    assert ahead is not None
+    ahead._process.kill()  # type: ignore[union-attr]
+    assert fs.digest_file(paths[7]) == sha256_bytes(Path(paths[7]).read_bytes())
+    assert fs.cache.ahead is None
+
+
+def test_stopping_it_reaps_the_second_process(tmp_path: Path) -> None:
+    fs = reading(sources(tmp_path / "src"))
+    process = fs.cache.ahead._process  # type: ignore[union-attr]
+    assert process is not None
+    fs.stop_read_ahead()
+    assert process.returncode is not None
+    fs.stop_read_ahead()  # twice is harmless
+
+
+def test_few_sources_are_read_by_the_parent_alone(tmp_path: Path) -> None:
+    assert (
+        ReadAhead.start(sources(tmp_path / "src", MIN_FILES - 1), 1 << 20, 1 << 20, 1 << 20) is None
+    )
