@@ -186,23 +186,23 @@ notifications = true
     )
 
 
-@pytest.mark.parametrize(
-    ("before", "after"),
-    [
-        (
-            "# MCP servers I use\n[mcp]\nx = 1\n",
-            'model = "m"\nhide = true\n\n# MCP servers I use\n[mcp]\nx = 1\n',
-        ),
-        (
-            "# the file\n\n# one\n# two\n[mcp]\nx = 1\n",
-            '# the file\n\nmodel = "m"\nhide = true\n\n# one\n# two\n[mcp]\nx = 1\n',
-        ),
-        (
-            "# c\r\n[mcp]\r\nx = 1\r\n",
-            'model = "m"\r\nhide = true\r\n\r\n# c\r\n[mcp]\r\nx = 1\r\n',
-        ),
-    ],
-)
+FIRST_ROOT_KEYS = [
+    (
+        "# MCP servers I use\n[mcp]\nx = 1\n",
+        'model = "m"\nhide = true\n\n# MCP servers I use\n[mcp]\nx = 1\n',
+    ),
+    (
+        "# the file\n\n# one\n# two\n[mcp]\nx = 1\n",
+        '# the file\n\nmodel = "m"\nhide = true\n\n# one\n# two\n[mcp]\nx = 1\n',
+    ),
+    (
+        "# c\r\n[mcp]\r\nx = 1\r\n",
+        'model = "m"\r\nhide = true\r\n\r\n# c\r\n[mcp]\r\nx = 1\r\n',
+    ),
+]
+
+
+@pytest.mark.parametrize(("before", "after"), FIRST_ROOT_KEYS)
 def test_a_first_root_key_goes_before_the_comment_that_introduces_the_first_table(
     before: str, after: str
 ) -> None:
@@ -210,6 +210,16 @@ def test_a_first_root_key_goes_before_the_comment_that_introduces_the_first_tabl
     document.set(("model",), "m")
     document.set(("hide",), True)
     assert document.to_text() == after
+
+
+@pytest.mark.parametrize(("before", "after"), FIRST_ROOT_KEYS)
+def test_removing_the_first_root_keys_again_gives_back_the_file_as_it_was(
+    before: str, after: str
+) -> None:
+    document = doc(after)  # read again, as a later run does
+    document.delete(("hide",))
+    document.delete(("model",))
+    assert document.to_text() == before
 
 
 def test_new_tables_with_nested_tables() -> None:

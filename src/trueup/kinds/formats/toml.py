@@ -21,9 +21,11 @@ from tomlkit.exceptions import ParseError, TOMLKitError
 from tomlkit.items import (
     AoT,
     Array,
+    Comment,
     InlineTable,
     Item,
     Key,
+    Null,
     String,
     StringType,
     Table,
@@ -215,7 +217,13 @@ class TomlDocument(BaseDocument):
             self._edit_inline(path[:-1], path[-1:], MISSING)
             return
         assert isinstance(parent, _Mapping)
+        body = _body_of(parent)
+        separator = _separator_after(body, path[-1]) if body is not None else None
         del parent[path[-1]]
+        if separator is not None and _last_entry(body or [], tables=False) is None:
+            # The blank line _place put between a first key and the comment that
+            # introduces the first table goes with the last such key.
+            (body or [])[separator] = (None, Null())
         if isinstance(parent, Table) and not parent and parent.is_super_table():
             # A header-less table (``[a.b]`` alone, or ``a.b = 1``) would vanish once
             # empty; give it a header so the table itself is kept.
@@ -352,6 +360,27 @@ def _split_point(body: _Body, start: int) -> int:
             return index
         index += 1
     return index
+
+
+def _separator_after(body: _Body, key: str) -> int | None:
+    """The one blank line between the entry ``key`` and a comment opening a table."""
+    index = next((i for i, (k, _) in enumerate(body) if k is not None and k.key == key), None)
+    if index is None or _is_table_entry(*body[index]):
+        return None
+    # Entries deleted earlier stay in the body as empty Null placeholders.
+    rest = [i for i in range(index + 1, len(body)) if not isinstance(body[i][1], Null)][:2]
+    if len(rest) < 2:
+        return None
+    (gap_key, gap), (next_key, following) = body[rest[0]], body[rest[1]]
+    if (
+        gap_key is None
+        and isinstance(gap, Whitespace)
+        and gap.as_string() in ("\n", "\r\n")
+        and next_key is None
+        and isinstance(following, Comment)
+    ):
+        return rest[0]
+    return None
 
 
 def _deepest_body(item: Item) -> _Body | None:
