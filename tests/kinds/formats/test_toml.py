@@ -325,6 +325,22 @@ def test_inline_tables_are_rewritten_in_their_own_style() -> None:
     assert document.to_text() == "x = {} # keep\n"
 
 
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("a = {x=1,y=2}\n", "a = {x=1,y=3,z=4}\n"),
+        ("a = {x=1, y=2}\n", "a = {x=1, y=3, z=4}\n"),
+        ("a = { x = 1, y = 2 }\n", "a = { x = 1, y = 3, z = 4 }\n"),
+        ("a = {}\n", "a = {y = 3, z = 4}\n"),
+    ],
+)
+def test_new_entries_of_an_inline_table_are_spaced_as_its_others(before: str, after: str) -> None:
+    document = doc(before)
+    document.set(("a", "y"), 3)
+    document.set(("a", "z"), 4)
+    assert document.to_text() == after
+
+
 def test_inline_table_with_booleans_is_merged() -> None:
     document = doc("x = {a = true, b = 1}  # c\n")
     document.set(("x",), {"a": True, "b": 2, "d": {}})

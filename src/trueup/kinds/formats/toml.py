@@ -277,10 +277,18 @@ def _render_inline(original: InlineTable, value: dict[str, object]) -> str:
     """TOML text for inline table ``value``, styled and worded like ``original``."""
     parts: list[str] = []
     keys = {key.key: key for key, _ in original.value.body if key is not None}
+    # New entries are spelt as the person spelt the others: ``{a=1,b=2}`` stays tight.
+    sep = " = "
+    if keys:
+        first = next(iter(keys.values()))
+        spelt = first.as_string()
+        sep = spelt[len(spelt.rstrip()) :] + first.sep
+    written = original.as_string()
+    comma = "," if written.count(",") > 2 * written.count(", ") else ", "
     for name, item in value.items():
         key = keys.get(name)
         if key is None:
-            parts.append(f"{tomlkit.key(name).as_string()} = {_inline(item).as_string()}")
+            parts.append(f"{tomlkit.key(name).as_string()}{sep}{_inline(item).as_string()}")
             continue
         old = original.value.item(name)  # indexing would unwrap booleans
         if isinstance(old, Table):
@@ -298,7 +306,7 @@ def _render_inline(original: InlineTable, value: dict[str, object]) -> str:
     if not parts:
         return "{}"
     pad = " " if original.as_string().startswith("{ ") else ""
-    return "{" + pad + ", ".join(parts) + pad + "}"
+    return "{" + pad + comma.join(parts) + pad + "}"
 
 
 # --- placing new entries ------------------------------------------------------------
