@@ -10,7 +10,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -54,7 +54,7 @@ from trueup.model import (
     Resource,
     Target,
 )
-from trueup.paths import RootResolver, TargetError, find_overlaps
+from trueup.paths import RootResolver, TargetError, find_overlaps, within
 from trueup.plan.memo import PlanMemo, Remembered
 from trueup.plan.planner import compute_plan
 from trueup.redact import redact_url
@@ -208,13 +208,9 @@ class Engine:
         resources = {r.id: r for r in profile.resources}
         check_overwrite(force, resources, applied, profile.path)
         ctx = ObserveContext(root=root, fs=fs)
+        dropped = [a.resource for rid, a in applied.items() if rid not in resources]
         observed = observe_all(
-            [
-                *profile.resources,
-                *(a.resource for rid, a in applied.items() if rid not in resources),
-            ],
-            ctx,
-            str(profile.path),
+            [*profile.resources, *dropped], ctx, str(profile.path), {r.target for r in dropped}
         )
         if ctx.resolver.links:  # folders linked inside the root: targets may meet there
             _refuse_linked_overlaps(profile.path, resources, applied, ctx.resolver)
@@ -269,7 +265,10 @@ class Engine:
         if resource is None:
             resource = prepared.applied[action.resource_id].resource
         ctx = ObserveContext(root=prepared.root, fs=prepared.fs)
-        return kinds.get(action.kind).preview(action, resource, ctx)
+        try:
+            return kinds.get(action.kind).preview(action, resource, ctx)
+        except TargetError:  # through a dropped link out of the root, removed first
+            return f"{resource.target}: written once the link in its way is removed\n"
 
     # -- apply --------------------------------------------------------------
     def apply(
@@ -702,9 +701,18 @@ def _refuse_linked_overlaps(
 
 
 def observe_all(
-    resources: Iterable[Resource], ctx: ObserveContext, where: str
+    resources: Iterable[Resource],
+    ctx: ObserveContext,
+    where: str,
+    dropped: Set[str] = frozenset(),
 ) -> dict[str, Observed]:
-    """Observe every resource; an error names ``where`` (the profile) and the resource."""
+    """Observe every resource; an error names ``where`` (the profile) and the resource.
+
+    A target reached through a link that leads out of the root is refused,
+    unless the link is the target of a ``dropped`` resource: trueup made that
+    link and may remove it first (planner._clearing), and if it may not, the
+    target is blocked, a conflict for a person like any other obstacle.
+    """
     observed = {}
     for resource in resources:
         try:  # a plain try, not a context manager: this runs once per resource
@@ -712,6 +720,9 @@ def observe_all(
         except FileTooLargeError as exc:  # live, not declared: the rest can still be planned
             observed[resource.id] = Observed(OVERSIZED, None, {"reason": exc.message})
         except TargetError as exc:
+            if resource.target not in dropped and within(resource.target, dropped):
+                observed[resource.id] = Observed("blocked", None, {"reason": str(exc)})
+                continue
             raise UsageError(f"{where}: resource {resource.id!r}: field 'target': {exc}") from None
         except UsageError as exc:
             raise UsageError(

@@ -922,3 +922,60 @@ def test_sigterm_during_verification_commands_stops_them_and_the_run(world: Worl
     assert time.monotonic() - signalled < 20, "it waited for the commands"
     assert proc.returncode == 7, out + err
     assert not world.target("f0.txt").exists() and not world.target("f1.txt").exists()
+
+
+A_LINK_OUT = """
+[profile]
+id = "r"
+name = "R"
+
+[[resource]]
+id = "shared"
+kind = "file"
+target = "notes"
+link = "{outside}"
+"""
+
+A_FILE_BELOW = """
+[profile]
+id = "r"
+name = "R"
+
+[[resource]]
+id = "mine"
+kind = "file"
+target = "notes/today.md"
+content = "mine\\n"
+"""
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["as-written", "repointed"])
+def test_a_dropped_link_out_of_the_root_gives_way_to_a_file_declared_below_it(
+    world: World, edited: bool
+) -> None:
+    """trueup made the link, so it removes it first; a link a person repointed stays,
+    and the file below it is a conflict for them, never written outside the root."""
+    root = str(world.root)
+    outside = world.base / "outside"
+    outside.mkdir()
+    first = world.write("r.toml", A_LINK_OUT.format(outside=outside))
+    assert world.run("apply", str(first), "--root", root, "--yes").code == 0
+    link = world.target("notes")
+    if edited:
+        elsewhere = world.base / "elsewhere"
+        elsewhere.mkdir()
+        link.unlink()
+        link.symlink_to(elsewhere)
+    second = world.write("r.toml", A_FILE_BELOW)
+    plan = world.run("plan", str(second), "--root", root)
+    assert plan.code == (4 if edited else 0), plan.out + plan.err
+    applied = world.run("apply", str(second), "--root", root, "--yes")
+    assert not list(outside.iterdir())
+    if edited:
+        assert "outside the root" in applied.out
+        assert link.is_symlink()
+        assert not list((world.base / "elsewhere").iterdir())
+        return
+    assert applied.code == 0, applied.out + applied.err
+    assert not link.is_symlink()
+    assert (link / "today.md").read_text() == "mine\n"

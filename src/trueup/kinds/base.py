@@ -68,8 +68,11 @@ INTENT = "intent"
 BY_HAND: Mapping[str, Any] = {"by_hand": True}
 
 
-def obstacle(state: str) -> str:
-    """Why an observed ``state`` stops a write, in words."""
+def obstacle(observed: Observed) -> str:
+    """Why what was observed stops a write, in words (its own ``reason`` when it has one)."""
+    state = observed.state
+    if observed.detail.get("reason"):
+        return str(observed.detail["reason"])
     if state == "blocked":
         return "a file stands where a folder above the target should be"
     if state == "special":

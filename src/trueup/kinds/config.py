@@ -294,7 +294,7 @@ class ConfigKind(Kind):
         force: bool = False,
     ) -> Decision:
         if observed.state not in ("absent", "file"):
-            reason = observed.detail.get("reason") or obstacle(observed.state)
+            reason = obstacle(observed)
             # Nothing can be merged into it, --overwrite included: a person fixes it.
             return _drift(reason, observed, applied, resource, by_hand=True)
         flat: Mapping[str, Any] = observed.detail.get("flat", {})

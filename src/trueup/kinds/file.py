@@ -227,7 +227,7 @@ class FileKind(Kind):
         if self._matches(resource, observed):
             return Decision(ActionType.NO_OP, "up to date")
         if observed.state in ("directory", "special", "blocked"):
-            return _conflict(obstacle(observed.state), resource, observed, applied, BY_HAND)
+            return _conflict(obstacle(observed), resource, observed, applied, BY_HAND)
         if observed.state == "absent":
             return Decision(ActionType.WRITE_FILE, f"create {_shape(resource)}", _CREATE)
         if resource.policy == "replace" or force:
@@ -261,7 +261,7 @@ class FileKind(Kind):
         if observed.state == "absent":
             return Decision(ActionType.WRITE_FILE, "create with the source section", _CREATE)
         if observed.state != "file":
-            return _conflict(obstacle(observed.state), resource, observed, applied, BY_HAND)
+            return _conflict(obstacle(observed), resource, observed, applied, BY_HAND)
         if markers == "ok":
             if observed.digest == desired and not _mode_as_declared(resource.spec, observed):
                 change = "set" if resource.spec["executable"] else "clear"

@@ -92,7 +92,7 @@ def owned_unmodified(applied: Applied, live: Tree) -> list[str]:
 def not_a_folder(observed: Observed, place: str = "where the folder should be") -> str | None:
     """What stands at ``place`` (or above it) instead of a folder, in words; ``None`` if nothing."""
     if observed.state == "blocked":
-        return obstacle(observed.state)
+        return obstacle(observed)
     if observed.state not in ("absent", "directory"):
         return f"a {observed.state} is {place}"
     return None
