@@ -979,3 +979,60 @@ def test_a_dropped_link_out_of_the_root_gives_way_to_a_file_declared_below_it(
     assert applied.code == 0, applied.out + applied.err
     assert not link.is_symlink()
     assert (link / "today.md").read_text() == "mine\n"
+
+
+FILES_IN_D = """
+[profile]
+id = "r"
+name = "R"
+
+[[resource]]
+id = "x"
+kind = "file"
+target = "d/x.txt"
+content = "old x\\n"
+
+[[resource]]
+id = "tool"
+kind = "file"
+target = "d/bin/tool"
+content = "#!/bin/sh\\n"
+executable = true
+"""
+
+FOLDER_D = """
+[profile]
+id = "r"
+name = "R"
+
+[[resource]]
+id = "tree"
+kind = "directory"
+target = "d"
+source = "tree"
+"""
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["as-written", "edited"])
+def test_a_folder_declared_around_dropped_files_takes_over_what_trueup_wrote(
+    world: World, edited: bool
+) -> None:
+    """The files trueup wrote under their own ids are trueup's inside the folder too:
+    updated when unmodified, drift when a person edited them."""
+    root = str(world.root)
+    world.write("tree/x.txt", "new x\n")
+    world.write("tree/bin/tool", "#!/bin/sh\n").chmod(0o755)
+    first = world.write("r.toml", FILES_IN_D)
+    assert world.run("apply", str(first), "--root", root, "--yes").code == 0
+    if edited:
+        world.target("d/x.txt").write_text("my edit\n")
+    second = world.write("r.toml", FOLDER_D)
+    applied = world.run("apply", str(second), "--root", root, "--yes")
+    if edited:
+        assert applied.code == 4 and "drift" in applied.out, applied.out
+        assert world.target("d/x.txt").read_text() == "my edit\n"
+        return
+    assert applied.code == 0, applied.out + applied.err
+    assert world.target("d/x.txt").read_text() == "new x\n"
+    again = world.run("plan", str(second), "--root", root, "--json")
+    assert again.code == 0 and again.json["status"] == "converged", again.out

@@ -8,7 +8,7 @@ along. A new kind is one module with one ``Kind`` subclass, registered in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -146,6 +146,22 @@ class Kind:
     ) -> Decision:
         """Pure. ``resource`` is ``None`` when the declaration dropped it."""
         raise NotImplementedError
+
+    def written(self, applied: Applied) -> list[Any] | None:
+        """What trueup wrote at this record's target as one tree entry (kinds/tree.py):
+        ``["file", digest, executable]`` or ``["link", target]``; ``None`` (the default)
+        for anything else. A folder declared around a dropped record takes it over."""
+        return None
+
+    def inherit(self, resource: Resource, records: Sequence[Applied]) -> Applied | None:
+        """A record for ``resource``, newly declared around the targets of dropped
+        ``records``, under which what trueup wrote there is trueup's to update.
+
+        ``None`` (the default) leaves those files foreign to ``resource``: one that
+        differs from the declaration is then drift, which is right for a kind
+        that cannot tell trueup's writing from anybody's.
+        """
+        return None
 
     def clears(self, applied: Applied, decision: Decision) -> bool:
         """Whether ``decision``, the removal of a dropped resource, leaves its target empty.

@@ -289,6 +289,14 @@ class FileKind(Kind):
             applied,
         )
 
+    def written(self, applied: Applied) -> list[Any] | None:
+        spec = applied.resource.spec
+        if spec.get("link") is not None:
+            return ["link", spec["link"]]
+        if applied.resource.policy == "append-local" or applied.digest is None:
+            return None  # a section of a file that stays the person's
+        return ["file", applied.digest, bool(spec.get("executable"))]
+
     def clears(self, applied: Applied, decision: Decision) -> bool:
         # The removal of an append-local section keeps the file and its local text.
         return (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -274,6 +274,19 @@ class TreeKind(Kind):
                 hint="move it out of the source folder",
             )
         return {"source": source, "files": files, "digest": tree_digest(files)}
+
+    def inherit(self, resource: Resource, records: Sequence[Applied]) -> Applied | None:
+        from trueup import kinds
+
+        prefix = resource.target + "/"
+        files: dict[str, TreeEntry] = {}
+        for record in records:
+            entry = kinds.get(record.resource.kind).written(record)
+            if entry is not None and record.resource.target.startswith(prefix):
+                files[record.resource.target.removeprefix(prefix)] = entry
+        if not files:
+            return None
+        return Applied(resource, None, {"files": files}, records[0].revision, records[0].applied_at)
 
     def prunes(self, action: Action) -> bool:
         return action.type is ActionType.REMOVE_RESOURCE or bool(action.payload.get("remove"))

@@ -86,6 +86,7 @@ def compute_plan(
         if taker not in applied:
             inherited.setdefault(taker, applied[rid])
     covered = _covered({rid: applied[rid].resource for rid in gone if rid not in heirs}, ordered)
+    inherited.update(_adopted(covered, ordered, applied, inherited))
     clearing = _clearing(covered, {r.id: r.target for r in ordered}, applied, observed, force)
     cleared = {applied[rid].resource.target for rid in clearing}
     if cleared:  # planned, and checked before it is written, as what the removal leaves
@@ -247,6 +248,34 @@ def _clearing(
         decision = kind.plan(None, seen, record, rid in force)
         if kind.clears(record, decision):
             found[rid] = decision
+    return found
+
+
+def _adopted(
+    covered: Mapping[str, str],
+    declared: Iterable[Resource],
+    applied: Mapping[str, Applied],
+    inherited: Mapping[str, Applied],
+) -> dict[str, Applied]:
+    """Records for newly declared folders made of the dropped records inside them
+    (``Kind.inherit``): what trueup wrote there under other ids is trueup's."""
+    inside: dict[str, list[Applied]] = {}
+    by_id = {r.id: r for r in declared}
+    for rid, covering in covered.items():
+        resource = by_id[covering]
+        record = applied[rid]
+        if (
+            covering not in applied
+            and covering not in inherited
+            and within(record.resource.target, {resource.target})
+        ):
+            inside.setdefault(covering, []).append(record)
+    found = {}
+    for covering, records in inside.items():
+        resource = by_id[covering]
+        taken = kinds.get(resource.kind).inherit(resource, records)
+        if taken is not None:
+            found[covering] = taken
     return found
 
 
