@@ -609,8 +609,7 @@ class Engine:
                 hint="name a file in a folder that exists and that you can write to",
             ) from None
 
-    @staticmethod
-    def load_saved_plan(path: Path) -> Plan:
+    def load_saved_plan(self, path: Path) -> Plan:
         try:
             document = json.loads(path.read_bytes())
             schema = document.get("schema")
@@ -635,9 +634,25 @@ class Engine:
             raise UsageError(
                 f"{path}: the plan's content does not match its digest (the file was edited "
                 "or damaged); nothing was changed",
-                hint="compute the plan again: trueup plan PROFILE --root ROOT -o PLAN.json",
+                hint=f"compute the plan again: {_plan_command(plan)}",
+            )
+        if not os.path.exists(plan.source):  # its target is known: the refusal is audited
+            raise self.gates(plan.target, "plan.applied", plan.digest).refuse(
+                UsageError(
+                    f"{path}: the plan was computed from {plan.source}, which is not there "
+                    "any more; nothing was changed",
+                    hint="put it back, or compute the plan again from where it is: "
+                    + _plan_command(plan),
+                )
             )
         return plan
+
+
+def _plan_command(plan: Plan) -> str:
+    """The command that computes a plan like ``plan`` again."""
+    if plan.target.kind == "org":
+        return "trueup org plan ORG.toml -o PLAN.json"
+    return f"trueup plan PROFILE --root {plan.target.location} -o PLAN.json"
 
 
 def is_saved_plan(path: Path) -> bool:

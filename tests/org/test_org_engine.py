@@ -455,3 +455,39 @@ def test_an_app_deleted_takes_its_client_secret_with_it(orgs: Orgs) -> None:
     assert removed.outcome in (Outcome.CONVERGED, Outcome.HUMAN_ACTION_REQUIRED), removed.message
     assert store.get(record.detail["secret_ref"]) is None
     assert not [p for p in (orgs.data / "secrets").rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize("provider", ["cloudflare", "zitadel", "coolify"])
+def test_a_page_in_place_of_a_providers_answer_is_its_failure_named_and_audited(
+    orgs: Orgs, provider: str
+) -> None:
+    """A proxy or sign-in portal answering 200 with HTML: exit 6 naming the provider and
+    the request, never an internal error, and a refused apply is in the audit log."""
+    from trueup.audit import entries
+    from trueup.errors import ExitCode
+    from trueup.providers.http import ProviderError
+
+    getattr(orgs.fakes.faults, provider).update(garble=1)
+    engine = orgs.engine()
+    with pytest.raises(ProviderError) as failed:
+        engine.prepare(orgs.write(ORG), permission="apply")
+    assert failed.value.exit_code is ExitCode.TRANSPORT
+    assert failed.value.message.startswith(f"{provider}: ")
+    assert "not JSON" in failed.value.message and failed.value.hint
+    audited = [e for e in entries(engine.store) if e.event == "plan.applied"]
+    assert [e.outcome for e in audited] == ["failed"]
+
+
+def test_an_answer_of_a_shape_its_client_cannot_read_is_the_providers_failure() -> None:
+    from trueup.errors import ExitCode
+    from trueup.providers.cloudflare.dns import record_view
+    from trueup.providers.http import misread
+
+    with pytest.raises(KeyError) as read:
+        record_view({}, with_comment=False)  # a DNS record without its fields
+    unreadable = misread(read.value)
+    assert unreadable is not None and unreadable.exit_code is ExitCode.TRANSPORT
+    assert unreadable.message.startswith("cloudflare answered with data trueup cannot read")
+    with pytest.raises(KeyError) as elsewhere:
+        {}["id"]  # raised here, outside any provider's client
+    assert misread(elsewhere.value) is None, "a bug elsewhere stays a bug"

@@ -420,3 +420,16 @@ def test_a_big_file_trueup_has_nothing_to_do_with_does_not_stop_its_folder(
     assert world.target("d/x.txt").read_text() == "x\n"
     assert world.target("d/unrelated.bin").read_bytes() == b"\0" * 5000
     assert world.run("plan", profile, "--root", str(world.root), *limit).code == 0
+
+
+def test_a_saved_plan_whose_profile_is_gone_says_so_and_is_audited(world: World) -> None:
+    profile = world.write("p.toml", ONE_FILE)
+    saved = world.base / "plan.json"
+    world.run("plan", str(profile), "--root", str(world.root), "-o", str(saved))
+    profile.unlink()
+    refused = world.run("apply", str(saved), "--yes")
+    assert refused.code == 2, refused.err
+    assert "not there any more" in refused.err and "put it back" in refused.err
+    audited = world.run("audit", "list", "--json").json["data"]
+    assert [e["outcome"] for e in audited if e["event"] == "plan.applied"] == ["refused"]
+    assert not world.target(".toolrc").exists()

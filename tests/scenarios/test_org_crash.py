@@ -92,6 +92,8 @@ def test_sigkill_mid_apply_then_apply_again_creates_nothing_twice(
     )
     assert killed.code == -signal.SIGKILL, killed.err
     (dead,) = org.run("status", "--json").json["data"]["blocked_runs"]
+    shown = org.run("org", "status")  # as `trueup status` says it: dead, and what to do
+    assert f"(running, process gone); next: run `trueup recover {dead['id']}`" in shown.out
     resumed = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
     # The apply ended the killed run to take its lock over: on the record, as abandon is.
     (ended,) = org.run("audit", "list", "--json", "--event", "run.abandoned").json["data"]

@@ -187,10 +187,11 @@ def show_recorded_status(out: Output, engine: Any) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from trueup.cli.status import last_run_outcome, worst_of
+    from trueup.cli.status import last_run_outcome, print_blocked, worst_of
 
     states = engine.status()
-    blocked = [r.to_json() for r in engine.blocked_runs()]
+    runs = engine.blocked_runs()
+    blocked = [r.to_json() for r in runs]
     # The org's state, and its last run (one that failed on a transport error
     # never got to update the state): as `trueup status` reads them.
     found = {last_run_outcome(s.outcome) for _, s in states}
@@ -232,7 +233,5 @@ def show_recorded_status(out: Output, engine: Any) -> int:
     for _, state in states:
         for field in state.failed_fields:
             out.print(_line("not yet true", "yellow", f"{state.org_id}: {field}"))
-    for run in blocked:
-        name = run["target"]["name"]
-        out.print(_line("blocked", "red", f"run {run['id']} on {name} ({run['status']})"))
+    print_blocked(out, runs)
     return int(code)

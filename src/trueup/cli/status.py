@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trueup.cli.output import Output
 from trueup.errors import ExitCode
 from trueup.execute.gates import locked_error, replan_command
 from trueup.model import ActionType, Outcome, outcome_of, plan_status
+
+if TYPE_CHECKING:
+    from trueup.state.store import RunInfo
 
 _WORD = {
     ActionType.NO_OP: "converged",
@@ -102,8 +106,6 @@ def _recorded(out: Output, engine: Any) -> int:
         )
     runs = [r for r in store.blocked_runs() if readable(r.target.key)]
     blocked = [r.to_json() for r in runs]
-    # What to do next depends on the run: wait for a live one, recover a dead one.
-    next_steps = {r.id: locked_error(r, r.target).hint for r in runs}
     found = {last_run_outcome(t["last_run"]["outcome"]) for t in targets if t["last_run"]}
     if any(t["drift"] for t in targets):
         found.add(Outcome.DRIFT)
@@ -160,15 +162,24 @@ def _recorded(out: Output, engine: Any) -> int:
                 f"[yellow]last run[/] {last['id']} on {escape(t['target'])} {what}: "
                 f"{escape(str(last.get('message') or ''))}\n  next: {escape(_replan(last))}"
             )
-    for run in blocked:
-        # Whether its process lives matters only while it says it is running.
-        alive = {True: ", still running", False: ", process gone", None: ", other host"}[
-            run["holder_alive"]
-        ]
-        state = run["status"] + (alive if run["status"] == "running" else "")
-        out.print(
-            f"[red]blocked[/] run {run['id']} on {escape(run['target']['name'])} ({state}); "
-            f"next: {escape(next_steps[run['id']] or '')}"
-        )
+    print_blocked(out, runs)
     out.print(f"status: {status}")
     return int(code)
+
+
+def print_blocked(out: Output, runs: Sequence[RunInfo]) -> None:
+    """A line per blocked run: its state, and what to do next, which depends on it
+    (wait for a live one, recover or abandon a dead one)."""
+    from rich.markup import escape
+
+    for run in runs:
+        shown = run.to_json()
+        # Whether its process lives matters only while it says it is running.
+        alive = {True: ", still running", False: ", process gone", None: ", other host"}[
+            shown["holder_alive"]
+        ]
+        state = run.status + (alive if run.status == "running" else "")
+        out.print(
+            f"[red]blocked[/] run {run.id} on {escape(run.target.name)} ({state}); "
+            f"next: {escape(locked_error(run, run.target).hint or '')}"
+        )

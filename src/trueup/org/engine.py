@@ -32,7 +32,7 @@ from trueup.org.services import OrgServices, connect
 from trueup.org.state import OrgState, load_state, save_state
 from trueup.org.unmanaged import Unmanaged, find_unmanaged, with_what_removals_take
 from trueup.plan.planner import compute_plan
-from trueup.providers.http import RetryPolicy
+from trueup.providers.http import RetryPolicy, misread
 from trueup.settings import Settings
 from trueup.state.store import RunAction, RunInfo, now
 
@@ -122,8 +122,14 @@ class OrgEngine:
         if permission is not None:
             self.base.gates(target, _EVENT[permission]).authorize(permission)
         try:
-            return self._observe_and_plan(org, target, force)
-        except TrueupError as exc:  # a provider unreachable or refusing
+            try:
+                return self._observe_and_plan(org, target, force)
+            except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+                unreadable = misread(exc)
+                if unreadable is None:
+                    raise
+                raise unreadable from None
+        except TrueupError as exc:  # a provider unreachable, refusing or unreadable
             if permission == "apply" and not isinstance(exc, UsageError):
                 self._audit_failure(target, exc, None)
             raise

@@ -63,7 +63,10 @@ class ProviderError(TrueupError):
         codes: Iterable[int | str] = (),
     ) -> None:
         shown = f"{provider}: {method} {path}: " + (f"HTTP {status}: " if status else "")
-        super().__init__(redact_message(shown + message))
+        super().__init__(
+            redact_message(shown + message),
+            hint=_hint(provider, status),
+        )
         self.provider = provider
         self.status = status
         self.detail = message
@@ -72,6 +75,78 @@ class ProviderError(TrueupError):
 
     def has(self, code: int | str) -> bool:
         return any(code == c or (isinstance(c, str) and str(code) in c) for c in self.codes)
+
+
+def _hint(provider: str, status: int | None) -> str:
+    """The next step after ``provider`` answered ``status`` (or nothing)."""
+    variable = f"TRUEUP_{provider.upper()}"
+    if status in (401, 403):
+        return f"check the {provider} token ({variable}_TOKEN) and what it may do"
+    if status is not None and 400 <= status < 500 and status not in _RETRY_STATUSES:
+        return f"{provider} refused the request as sent: its message above says why"
+    return (
+        f"check that {variable}_URL is {provider}'s API and that it answers, then run the "
+        "same command again (an apply resumes where it stopped)"
+    )
+
+
+class UnreadableAnswer(TrueupError):
+    """A provider answered with data its client cannot read (a proxy's page, another API)."""
+
+    exit_code = ExitCode.TRANSPORT
+
+
+def answer(
+    response: httpx.Response, provider: str, expect: type | tuple[type, ...] = (dict, list)
+) -> Any:
+    """The JSON body of a provider's answer, refused unless it has the ``expect``ed shape.
+
+    A proxy's HTML page served with a 200, or a list where an object belongs,
+    is the provider's failure (exit 6, naming the request), never an internal
+    error of trueup's.
+    """
+    request = response.request
+    try:
+        body = response.json()
+    except ValueError:
+        raise ProviderError(
+            provider,
+            request.method,
+            request.url.path,
+            response.status_code,
+            f"the answer is not JSON (it starts {response.text[:40]!r})",
+        ) from None
+    if not isinstance(body, expect):
+        raise ProviderError(
+            provider,
+            request.method,
+            request.url.path,
+            response.status_code,
+            f"the answer is a JSON {type(body).__name__}, not what this API answers there",
+        )
+    return body
+
+
+def misread(exc: BaseException) -> UnreadableAnswer | None:
+    """``exc`` (a KeyError, TypeError...) as the provider's answer it came from reading,
+    when it was raised in a provider's client code; ``None`` for anything else, which
+    stays the bug it is."""
+    tb = exc.__traceback__
+    place = ""
+    while tb is not None:  # the innermost frame of trueup's own code
+        name = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+        if "/trueup/" in name:
+            place = name
+        tb = tb.tb_next
+    parts = place.split("/")
+    if "providers" not in parts[:-1] or parts[-2] == "providers":
+        return None
+    provider = parts[-2]
+    return UnreadableAnswer(
+        f"{provider} answered with data trueup cannot read ({type(exc).__name__}: {exc})",
+        hint=f"check that trueup is pointed at {provider}'s API (not a proxy or another "
+        "service), then plan again",
+    )
 
 
 class AmbiguousWrite(ProviderError):
@@ -220,7 +295,7 @@ class HttpClient:
 
     # -- requests -----------------------------------------------------------------
     def get(self, path: str, params: Mapping[str, Any] | None = None, **kw: Any) -> Any:
-        return self.request("GET", path, params=params, **kw).json()
+        return answer(self.request("GET", path, params=params, **kw), self.provider)
 
     def request(
         self,

@@ -10,6 +10,7 @@ test thread (`Faults.update`) or over HTTP (``POST /_fake/faults``).
 Evaluation order per request (first match wins, latency always applies):
 
 1. ``drop``: close the connection without any response;
+   ``garble``: answer 200 with an HTML page, as a proxy or portal in the way does;
 2. ``rate_limit``: a burst of N 429 responses;
 3. the per-token sliding-window limit (``token_limit`` per ``token_window``);
 4. ``server_errors``: the next N requests answer 500/502/503 in turn;
@@ -27,7 +28,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FaultKind = Literal["drop", "rate_limit", "token_limit", "server_error", "random"]
+FaultKind = Literal["drop", "garble", "rate_limit", "token_limit", "server_error", "random"]
 
 #: Fault fields that can be set over HTTP or through `Faults.update`.
 FAULT_FIELDS = (
@@ -40,6 +41,7 @@ FAULT_FIELDS = (
     "server_error_statuses",
     "server_error_rate",
     "drop",
+    "garble",
     "fail_ratio",
     "seed",
 )
@@ -62,7 +64,7 @@ class Faults:
     ``token_limit=None`` means "the provider's real limit" (Cloudflare
     1200 per 300 s, Coolify 200 per 60 s, ZITADEL none); ``0`` disables the
     limit; a positive number replaces it (``token_window`` seconds, or the
-    provider's window when ``None``). Counted faults (``drop``,
+    provider's window when ``None``). Counted faults (``drop``, ``garble``,
     ``rate_limit``, ``server_errors``) count down as they fire, so reading
     them tells how many are left.
     """
@@ -76,6 +78,7 @@ class Faults:
     server_error_statuses: tuple[int, ...] = (500, 502, 503)
     server_error_rate: float = 0.0
     drop: int = 0
+    garble: int = 0
     fail_ratio: float = 0.0
     seed: int = 0
 
@@ -146,6 +149,9 @@ class Faults:
             if self.drop > 0:
                 self.drop -= 1
                 return Decision(latency, "drop")
+            if self.garble > 0:
+                self.garble -= 1
+                return Decision(latency, "garble")
             if self.rate_limit > 0:
                 self.rate_limit -= 1
                 return Decision(latency, "rate_limit", 429, int(self.retry_after))
@@ -210,7 +216,7 @@ def _validate(cfg: dict[str, Any]) -> None:
             raise ValueError(f"{name} must be a non-negative integer")
 
     number("latency", 0)
-    for name in ("rate_limit", "retry_after", "server_errors", "drop"):
+    for name in ("rate_limit", "retry_after", "server_errors", "drop", "garble"):
         count(name)
     if cfg["token_limit"] is not None:
         count("token_limit")

@@ -119,6 +119,13 @@ class FaultMiddleware:
             self.log.record(method, path, query, None, "drop")
             await drop_connection(receive, send)
             return
+        if decision.kind == "garble":
+            self.log.record(method, path, query, 200, "garble")
+            page = b"<html><body>Please sign in to continue</body></html>"
+            html = [(b"content-type", b"text/html"), (b"content-length", b"%d" % len(page))]
+            await send({"type": "http.response.start", "status": 200, "headers": html})
+            await send({"type": "http.response.body", "body": page})
+            return
         if decision.status is not None:
             headers = {}
             if decision.retry_after is not None:

@@ -21,7 +21,14 @@ from typing import Any
 
 import httpx
 
-from trueup.providers.http import AmbiguousWrite, HttpClient, ProviderError, fan_out, json_object
+from trueup.providers.http import (
+    AmbiguousWrite,
+    HttpClient,
+    ProviderError,
+    answer,
+    fan_out,
+    json_object,
+)
 
 JSON = dict[str, Any]
 IDENTICAL_RECORD = 81058
@@ -49,7 +56,7 @@ class CloudflareClient:
 
     # -- plumbing -----------------------------------------------------------------
     def _result(self, response: httpx.Response) -> Any:
-        body = response.json()
+        body = answer(response, "cloudflare", dict)
         if not body.get("success", False):
             message, codes = parse_error(response)
             raise ProviderError(
@@ -73,8 +80,13 @@ class CloudflareClient:
     ) -> list[JSON]:
         """Every page of a list; pages 2..n concurrently when the total is known."""
         base = dict(params or {}, per_page=per_page)
-        first = self.http.request("GET", path, params={**base, "page": 1}).json()
-        items: list[JSON] = list(first.get("result") or [])
+        response = self.http.request("GET", path, params={**base, "page": 1})
+        first = answer(response, "cloudflare", dict)
+        if not isinstance(first.get("result"), list):
+            raise ProviderError(
+                "cloudflare", "GET", path, response.status_code, "the answer holds no list"
+            )
+        items: list[JSON] = list(first["result"])
         total = (first.get("result_info") or {}).get("total_pages")
         if isinstance(total, int) and total > 1:
             pages = fan_out(

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from trueup.providers.http import AmbiguousWrite, HttpClient, ProviderError, json_object
+from trueup.providers.http import AmbiguousWrite, HttpClient, ProviderError, answer, json_object
 from trueup.redact import unseal
 
 JSON = dict[str, Any]
@@ -57,13 +57,13 @@ class CoolifyClient:
         return CoolifyClient(self.http.reader())
 
     def _json(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
-        return self.http.request(method, path, json=body, **kw).json()
+        return answer(self.http.request(method, path, json=body, **kw), "coolify")
 
     def _maybe(self, path: str) -> JSON | None:
         response = self.http.request("GET", path, missing_ok=True)
         if response.status_code == 404:
             return None
-        found: JSON = response.json()
+        found: JSON = answer(response, "coolify", dict)
         return found
 
     # -- servers and projects -------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from trueup.providers.http import HttpClient, ProviderError, fan_out, json_object
+from trueup.providers.http import HttpClient, ProviderError, answer, fan_out, json_object
 
 JSON = dict[str, Any]
 ORG_HEADER = "x-zitadel-orgid"
@@ -54,7 +54,7 @@ class ZitadelClient:
     def _call(self, method: str, path: str, org: str | None, body: Any = None, **kw: Any) -> JSON:
         headers = {ORG_HEADER: org} if org else None
         response = self.http.request(method, path, json=body, headers=headers, **kw)
-        result: JSON = response.json() if response.content else {}
+        result: JSON = answer(response, "zitadel", dict) if response.content else {}
         return result
 
     def _update(self, method: str, path: str, org: str, body: Any) -> None:
@@ -85,7 +85,7 @@ class ZitadelClient:
         response = self.http.request("GET", path, headers={ORG_HEADER: org}, missing_ok=True)
         if response.status_code == 404:
             return None
-        found: JSON = response.json()
+        found: JSON = answer(response, "zitadel", dict)
         return found
 
     def _create(
