@@ -249,6 +249,39 @@ def test_a_declared_key_already_there_is_never_trueups_to_remove(machine: Machin
     assert 'model = "gpt-5"  # set by the person' in machine.path(target).read_text()
 
 
+TAKEN_OVER = {
+    "toml": ("c/c.toml", "model = 'old'   # pick one\nother = 1\n"),
+    "json": ("c/c.json", '{\n  "model": "old",\n  "other": 1\n}\n'),
+    "yaml": ("c/c.yaml", "model: old  # pick one\nother: 1\n"),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(TAKEN_OVER))
+@pytest.mark.parametrize("first", ["new", "old"], ids=["changed", "found-as-declared"])
+def test_a_persons_value_trueup_took_over_is_put_back_when_the_key_is_dropped(
+    machine: Machine, fmt: str, first: str
+) -> None:
+    """Whether trueup changed it at once or only once its declaration changed."""
+    target, text = TAKEN_OVER[fmt]
+    machine.put(target, text)
+    machine.converge(config(target, f'"model" = "{first}"'))
+    machine.converge(config(target, '"model" = "mid"'))
+    assert machine.load(target)["model"] == "mid"
+    machine.converge(OTHER)
+    assert machine.path(target).read_text() == text
+
+
+def test_a_value_taken_over_and_then_edited_by_the_person_stays_as_they_left_it(
+    machine: Machine,
+) -> None:
+    target = "c/c.toml"
+    machine.put(target, "model = 'old'\n")
+    machine.converge(config(target, '"model" = "new"'))
+    machine.put(target, "model = 'theirs'\n")
+    assert machine.apply(OTHER) is not None
+    assert machine.path(target).read_text() == "model = 'theirs'\n"
+
+
 def test_keys_all_found_as_declared_at_first_apply_are_watched_for_drift(
     machine: Machine,
 ) -> None:

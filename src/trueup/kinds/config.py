@@ -335,6 +335,11 @@ class ConfigKind(Kind):
         ]
         unset = sorted(k for k in dropped if _owned_value(flat, k, owned[k]))
         kept = sorted(set(dropped) - set(unset))
+        # A person's value trueup took over goes back when the key is dropped, rather
+        # than the key going (the person had it before trueup did).
+        before: dict[str, Any] = dict(applied.detail.get("before", {})) if applied else {}
+        restore = {k: before[k] for k in unset if k in before}
+        unset = [k for k in unset if k not in restore]
         # A value trueup set and no longer declares makes way for the table now declared.
         blocked = _blocked_keys(declared, flat, {_spelt(k) for k in unset})
         if blocked:
@@ -360,12 +365,18 @@ class ConfigKind(Kind):
                 resource,
             )
         changes = {k: v for k, v in declared.items() if k not in live or not _same(live[k], v)}
+        took = {
+            k: live[k]
+            for k in changes
+            if k in live and (k not in owned or k in was_foreign) and _recordable(live[k])
+        }
+        kept_before = {k: v for k, v in {**took, **before}.items() if k in declared}
         found = {k for k in declared if k not in owned and k in live and k not in changes}
         foreign = sorted((was_foreign | found) & set(declared) - set(changes))
         replace = resource is not None and resource.policy == "replace"
         extra = sorted(_extra_keys(flat, declared, overlay)) if replace else []
         theirs = _replaced_keys(flat, changes, owned)
-        if not changes and not unset and not extra:
+        if not changes and not unset and not extra and not restore:
             if resource is None:
                 return Decision(ActionType.REMOVE_RESOURCE, "forget (no keys left to remove)")
             released = sorted(set(owned) - set(declared))
@@ -383,7 +394,7 @@ class ConfigKind(Kind):
                 )
             return Decision(ActionType.NO_OP, "up to date")
         payload: dict[str, Any] = {
-            "set": changes,
+            "set": {**changes, **restore},
             "unset": unset,
             # What trueup had set there: a YAML merge key (<<) may still show a value.
             "unset_was": {k: owned[k] for k in unset},
@@ -392,14 +403,20 @@ class ConfigKind(Kind):
         }
         if foreign:
             payload["foreign"] = foreign
+        if restore:
+            payload["restore"] = restore
+        if kept_before:
+            payload["before"] = kept_before
         if resource is None:
             note = f"; left changed key(s) {', '.join(kept)}" if kept else ""
+            back = f", put back {len(restore)} to the value found before trueup" if restore else ""
             return Decision(
                 ActionType.REMOVE_RESOURCE,
-                f"remove {len(unset)} key(s) no longer declared{note}",
+                f"remove {len(unset)} key(s) no longer declared{back}{note}",
                 payload,
             )
         parts = [f"set {len(changes)}"] if changes else []
+        parts += [f"put back {len(restore)}"] if restore else []
         parts += [f"remove {len(unset) + len(extra)}"] if unset or extra else []
         drops = f", which drops {', '.join(theirs)} (a declared key is set whole)" if theirs else ""
         return Decision(
@@ -494,6 +511,15 @@ class ConfigKind(Kind):
         ]
         if lingering:
             return Evidence("failed", "keys", observed.digest, message=f"{lingering[0]} still set")
+        unrestored = [
+            k
+            for k, v in action.payload.get("restore", {}).items()
+            if _spelt(k) not in flat or value_digest(flat[_spelt(k)]) != value_digest(v)
+        ]
+        if unrestored:
+            return Evidence(
+                "failed", "keys", observed.digest, message=f"{unrestored[0]} was not put back"
+            )
         if action.type is ActionType.REMOVE_RESOURCE:
             return Evidence("passed", "keys", observed.digest)
         return evidence_of(observed, resource.spec["digest"], "keys")
@@ -504,7 +530,7 @@ class ConfigKind(Kind):
         detail: dict[str, Any] = {
             "keys": {k: value_digest(v) for k, v in resource.spec["keys"].items()}
         }
-        for key in ("tables", "foreign"):
+        for key in ("tables", "foreign", "before"):
             if action.payload.get(key):
                 detail[key] = action.payload[key]
         if action.payload.get("file_made"):
@@ -556,6 +582,15 @@ def _made(
     if recorded.get("file_made") or (absent and applied is None):
         found["file_made"] = True
     return found
+
+
+def _recordable(value: Any) -> bool:
+    """A value kept in an applied record comes back the same: plain JSON types only."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _recordable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_recordable(v) for v in value)
+    return value is None or isinstance(value, str | int | float | bool)
 
 
 def _holds(keys: Iterable[str], table: str) -> bool:
