@@ -337,3 +337,27 @@ def test_a_signal_right_after_a_temp_file_is_created_leaves_discard_its_name(
     monkeypatch.undo()
     fs.discard()
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="files are given to another owner only as root")
+def test_as_root_a_written_file_stays_its_owners_and_new_ones_are_the_folders(
+    tmp_path: Path,
+) -> None:
+    """sudo, or a worker applying into a person's home: what trueup writes stays theirs."""
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, 1234, 2345)
+    mine = home / "mine.toml"
+    mine.write_text("a = 1\n")
+    os.chown(mine, 1234, 2345)
+    fs = WritableFS(tag="t")
+    fs.write(mine, b"a = 2\n", mode=0o600)
+    fs.write(home / "new" / "deeper" / "f.txt", b"x")
+    fs.symlink(home / "link", "mine.toml")
+    fs.commit()
+    for path in (mine, home / "new", home / "new" / "deeper", home / "new" / "deeper" / "f.txt"):
+        st = os.stat(path)
+        assert (st.st_uid, st.st_gid) == (1234, 2345), path
+    link = os.lstat(home / "link")
+    assert (link.st_uid, link.st_gid) == (1234, 2345)
+    assert mine.read_text() == "a = 2\n"

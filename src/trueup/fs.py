@@ -40,6 +40,7 @@ RACY_WINDOW_NS = 2_000_000_000
 StatKey = tuple[int, int, int, int]
 Witness = tuple[int, int, int, int, int] | None
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_EUID = os.geteuid() if hasattr(os, "geteuid") else -1
 _MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks
 # A temp name adds ".", the mark, the run id and a counter (~50 bytes) to the target's.
 _LONG_NAME = 160
@@ -453,6 +454,8 @@ class WritableFS(ReadOnlyFS):
         self._present: set[str] = set()
         # Folders this batch created: nothing else is in them, no need to look.
         self._fresh: set[str] = set()
+        # Who owns each folder written into (only looked up when running as root).
+        self._owners: dict[str, tuple[int, int]] = {}
         self._counter = 0
 
     def temp_path(self, final: str) -> str:
@@ -488,6 +491,12 @@ class WritableFS(ReadOnlyFS):
         self._dirs.update(os.path.dirname(folder) for folder in missing)
         self._present.update(missing)
         self._fresh.update(missing)
+        if _EUID == 0:  # a folder made for a person is theirs, as the files in it
+            for folder in reversed(missing):  # outermost first
+                owner = self._folder_owner(os.path.dirname(folder))
+                if owner != (0, 0):
+                    os.chown(folder, *owner)
+                    self._owners[folder] = owner
 
     def write(
         self,
@@ -527,6 +536,9 @@ class WritableFS(ReadOnlyFS):
         try:
             _write_all(fd, data)
             os.fchmod(fd, mode)
+            owner = self._owner(final, current)
+            if owner is not None:
+                os.fchown(fd, *owner)
         finally:
             os.close(fd)
         self._outcomes[final] = "file:" + (digest or hashlib.sha256(data).hexdigest())
@@ -539,6 +551,9 @@ class WritableFS(ReadOnlyFS):
         temp = self.temp_path(final)
         self._staged.append(_Staged(temp, final, _is_dir(current), exclusive))  # as in write
         os.symlink(link, temp)
+        owner = self._owner(final, current)
+        if owner is not None:
+            os.lchown(temp, *owner)
         self._outcomes[final] = "link:" + link
 
     def remove(self, path: Path | str, prune_up_to: Path | str | None = None) -> None:
@@ -547,6 +562,25 @@ class WritableFS(ReadOnlyFS):
         self._outcomes[os.fspath(path)] = ABSENT_OUTCOME
         if prune_up_to is not None:
             self._prunes.append((os.path.dirname(os.fspath(path)), os.fspath(prune_up_to)))
+
+    def _owner(self, final: str, current: os.stat_result | None) -> tuple[int, int] | None:
+        """Whose the written file is to be, when trueup runs as root (sudo, a worker
+        applying into a person's home): the replaced file's owner, else the owner of
+        the folder it goes in. ``None`` when there is nothing to change."""
+        if _EUID != 0:
+            return None  # nobody else's files can be written as anybody else's
+        if current is not None and not stat.S_ISDIR(current.st_mode):
+            owner = (current.st_uid, current.st_gid)
+        else:
+            owner = self._folder_owner(os.path.dirname(final))
+        return None if owner == (0, 0) else owner
+
+    def _folder_owner(self, folder: str) -> tuple[int, int]:
+        found = self._owners.get(folder)
+        if found is None:
+            st = os.stat(folder)
+            found = self._owners[folder] = (st.st_uid, st.st_gid)
+        return found
 
     def outcomes(self) -> dict[str, str]:
         """What each staged path will hold once committed (``held_at`` spelling).
