@@ -237,6 +237,8 @@ def test_sequence_dash_style_is_detected(text: str, expected: str) -> None:
         ("a: 1\nb: 2  # eol\n# about c\nc: 3\n", ("b",), "a: 1\n# about c\nc: 3\n"),
         ("s:\n  a: 1\n  # about b\n  b: 2\nt: 1\n", ("s", "a"), "s:\n  # about b\n  b: 2\nt: 1\n"),
         ("s:\n  a: 1  # eol\n  # about t\nt: 1\n", ("s", "a"), "s: {}\n  # about t\nt: 1\n"),
+        ("x: 1\nd: |\n  l1\n  l2\n# about y\ny: 2\n", ("d",), "x: 1\n# about y\ny: 2\n"),
+        ("x: 1\nd: >\n  long\n  text\n\n# about y\ny: 2\n", ("d",), "x: 1\n\n# about y\ny: 2\n"),
     ],
 )
 def test_delete_keeps_comments_that_introduce_the_next_key(

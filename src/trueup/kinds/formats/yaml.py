@@ -349,6 +349,10 @@ def _detach_tail(container: Any, key: Any) -> str:
     token = _token(holder)
     if token is None:
         return ""
+    if isinstance(holder[0][holder[1]], LiteralScalarString | FoldedScalarString):
+        # A block scalar's last line ends its value: every line of the token follows it.
+        _set_token(holder, None)
+        return str(token.value)
     first, newline, rest = str(token.value).partition("\n")
     if not newline or not rest:
         return ""
