@@ -317,6 +317,8 @@ def test_a_dotted_key_declared_again_as_its_whole_table_is_the_same_key(
     machine.converge(config(target, '"a.b" = 1'))
     machine.converge(config(target, "a = { b = 1 }"))
     assert machine.load(target) == {"u": 0, "a": {"b": 1}}
+    machine.converge(OTHER)  # still trueup's: dropped, it goes
+    assert machine.load(target) == {"u": 0}
 
 
 @pytest.mark.parametrize("target", ["c/config.toml", "c/settings.json", "c/app.yaml"])

@@ -371,7 +371,15 @@ class ConfigKind(Kind):
             if k in live and (k not in owned or k in was_foreign) and _recordable(live[k])
         }
         kept_before = {k: v for k, v in {**took, **before}.items() if k in declared}
-        found = {k for k in declared if k not in owned and k in live and k not in changes}
+        # A table declared whole whose keys trueup set one by one stays trueup's.
+        found = {
+            k
+            for k in declared
+            if k not in owned
+            and k in live
+            and k not in changes
+            and not any(_inside(o, k) for o in owned if o not in was_foreign)
+        }
         foreign = sorted((was_foreign | found) & set(declared) - set(changes))
         replace = resource is not None and resource.policy == "replace"
         extra = sorted(_extra_keys(flat, declared, overlay)) if replace else []
@@ -379,7 +387,9 @@ class ConfigKind(Kind):
         if not changes and not unset and not extra and not restore:
             if resource is None:
                 return Decision(ActionType.REMOVE_RESOURCE, "forget (no keys left to remove)")
-            released = sorted(set(owned) - set(declared))
+            released = sorted(
+                k for k in set(owned) - set(declared) if not any(_inside(k, d) for d in declared)
+            )
             if released:  # the record must stop calling them trueup's
                 return Decision(
                     ActionType.VERIFY_ONLY,
