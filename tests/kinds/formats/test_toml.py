@@ -212,6 +212,16 @@ def test_a_first_root_key_goes_before_the_comment_that_introduces_the_first_tabl
     assert document.to_text() == after
 
 
+@pytest.mark.parametrize("before", ["[x.y]\nz = 1\n", "top = 1\n[ x . y ]\nz = 1\n"])
+def test_a_header_a_key_brought_to_an_implied_table_goes_with_the_key(before: str) -> None:
+    document = doc(before)
+    document.set(("x", "q"), 1)
+    assert "q = 1" in document.to_text()
+    document = doc(document.to_text())  # read again, as a later run does
+    document.delete(("x", "q"))
+    assert document.to_text() == before
+
+
 @pytest.mark.parametrize(("before", "after"), FIRST_ROOT_KEYS)
 def test_removing_the_first_root_keys_again_gives_back_the_file_as_it_was(
     before: str, after: str

@@ -224,6 +224,8 @@ class TomlDocument(BaseDocument):
             # The blank line _place put between a first key and the comment that
             # introduces the first table goes with the last such key.
             (body or [])[separator] = (None, Null())
+        if isinstance(parent, Table) and parent and not parent.is_super_table():
+            _implied_again(parent)
         if isinstance(parent, Table) and not parent and parent.is_super_table():
             # A header-less table (``[a.b]`` alone, or ``a.b = 1``) would vanish once
             # empty; give it a header so the table itself is kept.
@@ -368,6 +370,23 @@ def _split_point(body: _Body, start: int) -> int:
             return index
         index += 1
     return index
+
+
+def _implied_again(table: Table) -> None:
+    """A table left holding only tables goes back to being implied by them (no header
+    of its own): its header came with a key set in it, which is gone now."""
+    body = _body_of(table)
+    if body is None or not hasattr(table, "_is_super_table"):
+        return
+    keyed = [(key, item) for key, item in body if key is not None]
+    if not keyed or not all(_is_table_entry(key, item) for key, item in keyed):
+        return
+    if any(not isinstance(item, Whitespace | Null) for key, item in body if key is None):
+        return  # a comment of the person's sits under the header: it stays
+    for index, (key, _item) in enumerate(body):
+        if key is None:
+            body[index] = (None, Null())
+    table._is_super_table = True
 
 
 def _separator_after(body: _Body, key: str) -> int | None:
