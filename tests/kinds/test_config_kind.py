@@ -144,6 +144,16 @@ def test_unparseable_config_is_drift_not_a_rewrite(machine: Machine) -> None:
     assert machine.path(target).read_text() == "{ not json"
 
 
+def test_a_config_that_is_not_utf8_names_the_file_and_the_byte(machine: Machine) -> None:
+    target = "c/c.toml"
+    machine.path(target).parent.mkdir(parents=True, exist_ok=True)
+    machine.path(target).write_bytes(b"a = 1\xff\n")
+    action = machine.action(config(target, '"a" = 2'), "c")
+    assert action.type is T.DRIFT_CONFLICT
+    assert "c/c.toml is not UTF-8 text (byte 0xff at offset 5)" in action.summary
+    assert machine.path(target).read_bytes() == b"a = 1\xff\n"
+
+
 def test_a_key_inside_an_overlay_table_needs_a_person(machine: Machine) -> None:
     body = config("c/s.json", '"permissions.allow" = ["x"]', 'overlay = ["permissions"]\n')
     action = machine.action(body, "c")

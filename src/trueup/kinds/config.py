@@ -265,8 +265,14 @@ class ConfigKind(Kind):
             doc = self._load(resource, ctx.fs.read_bytes(path).decode("utf-8"))
             # Walks every level: a file nested too deeply fails here, once.
             flat = _spellable(doc.keys_flat())
-        except (ConfigError, UnicodeDecodeError) as exc:
+        except ConfigError as exc:
             return Observed("unverifiable", None, {"reason": str(exc)})
+        except UnicodeDecodeError as exc:
+            reason = (
+                f"{resource.target} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
+                f"at offset {exc.start}), so trueup cannot edit it"
+            )
+            return Observed("unverifiable", None, {"reason": reason})
         except RecursionError:
             reason = f"{resource.target} is nested too deeply for trueup to read"
             return Observed("unverifiable", None, {"reason": reason})
