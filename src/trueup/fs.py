@@ -257,6 +257,10 @@ class ReadOnlyFS:
             current = os.path.join(os.path.dirname(current), os.readlink(current))
         raise UsageError(f"{path}: too many levels of symbolic links")
 
+    def kept_as(self, path: str, st: os.stat_result | None) -> None:
+        """``path`` was kept for a restore as ``st`` shows it (``WritableFS`` holds its
+        change to that); reading changes nothing, so here it is only noted nowhere."""
+
     def _seen(self, path: Path | str, st: os.stat_result) -> None:
         if self.witness is not None:
             self.witness[os.fspath(path)] = witness_of(st)
@@ -425,9 +429,9 @@ class _Staged:
 class TargetAppeared(ConflictError):
     """Something appeared at a target planned absent; nothing was put over it."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, what: str = "appeared") -> None:
         super().__init__(
-            f"{path} appeared after the plan was computed; it was left as it is",
+            f"{path} {what} after the plan was computed; it was left as it is",
             hint="compute the plan again and review it",
         )
         self.path = path
@@ -454,6 +458,9 @@ class WritableFS(ReadOnlyFS):
         self._present: set[str] = set()
         # Folders this batch created: nothing else is in them, no need to look.
         self._fresh: set[str] = set()
+        # How each path kept for a restore looked then (``kept_as``): a replacement or
+        # a removal is only committed over what the run kept.
+        self._kept: dict[str, Witness] = {}
         # Who owns each folder written into (only looked up when running as root).
         self._owners: dict[str, tuple[int, int]] = {}
         self._counter = 0
@@ -596,9 +603,11 @@ class WritableFS(ReadOnlyFS):
         Temp contents reach the disk before any rename makes them visible, and
         the renames reach the disk before the caller journals success.
         """
+        self._unchanged()
         if self._staged:
             _sync_files([s.temp for s in self._staged])
             reach("temp-written")
+            self._unchanged()  # again after the sync, the longest wait
             for staged in self._staged:
                 if staged.exclusive:
                     _rename_exclusive(staged.temp, staged.final)
@@ -619,6 +628,21 @@ class WritableFS(ReadOnlyFS):
         self._dirs.clear()
         self._fresh.clear()
         self._outcomes.clear()
+        self._kept.clear()
+
+    def kept_as(self, path: str, st: os.stat_result | None) -> None:
+        self._kept.setdefault(path, witness_of(st))
+
+    def _unchanged(self) -> None:
+        """Refuse to replace or remove a path that changed since it was kept for a restore.
+
+        An edit made while the batch was being prepared would otherwise be written
+        over (and a restore would then take it for the run's own write).
+        """
+        kept = self._kept
+        for final in [s.final for s in self._staged if not s.exclusive] + self._removals:
+            if final in kept and witness_of(self.lstat(final)) != kept[final]:
+                raise TargetAppeared(final, "changed")
 
     def discard(self) -> None:
         """Drop staged temp files (used when a batch fails before commit)."""
@@ -629,6 +653,7 @@ class WritableFS(ReadOnlyFS):
         self._prunes.clear()
         self._fresh.clear()
         self._outcomes.clear()
+        self._kept.clear()
 
     def remove_empty_dirs(self, folder: Path | str, stop: Path | str) -> None:
         """Remove ``folder`` and its parents while empty, down to and including ``stop``."""

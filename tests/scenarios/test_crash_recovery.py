@@ -12,6 +12,7 @@ import secrets
 import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -456,3 +457,58 @@ def test_damaged_material_is_refused_in_words_and_abandon_still_works(
     assert "cannot be read" in recovered.err and "internal error" not in recovered.err
     assert world.run("abandon").code == 0
     assert world.run("status", "--json").json["data"]["blocked_runs"] == []
+
+
+def _paused_apply(world: World, profile: str, point: str) -> subprocess.Popen[str]:
+    """An apply stopped (SIGSTOP) at ``point``: the window a person's edit can fall in."""
+    process = subprocess.Popen(
+        [TRUEUP, "apply", profile, "--root", str(world.root), "--yes"],
+        env=world.env({"TRUEUP_CRASH_AT": f"{point}:1:SIGSTOP"}),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(f"/proc/{process.pid}/stat") as stat_file:
+            if stat_file.read().split(") ")[1].startswith("T"):
+                return process
+        time.sleep(0.02)
+    raise AssertionError("the apply never reached the crash point")
+
+
+@pytest.mark.parametrize(
+    ("point", "dropped"),
+    [("rollback-flushed", False), ("temp-written", False), ("rollback-flushed", True)],
+    ids=["updated-before-staging", "updated-after-the-sync", "dropped"],
+)
+def test_an_edit_made_while_a_batch_is_written_is_never_written_over(
+    world: World, point: str, dropped: bool
+) -> None:
+    declared = """
+[profile]
+id = "t"
+name = "T"
+
+[[resource]]
+id = "f1"
+kind = "file"
+target = "f1"
+policy = "replace-if-unmodified"
+content = "{content}"
+"""
+    profile = world.write("p.toml", declared.format(content="v1\\n"))
+    assert world.run("apply", str(profile), "--root", str(world.root), "--yes").code == 0
+    world.write(
+        "p.toml",
+        '[profile]\nid = "t"\nname = "T"\n' if dropped else declared.format(content="v2\\n"),
+    )
+    process = _paused_apply(world, str(profile), point)
+    world.target("f1").write_text("my edit\n")
+    os.kill(process.pid, signal.SIGCONT)
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 7, out
+    assert "'f1' changed after the plan was computed; it was left as it is" in out
+    assert world.target("f1").read_text() == "my edit\n"
+    assert not list(world.root.rglob("*.trueup-tmp-*"))

@@ -105,6 +105,7 @@ class RollbackStore:
         self, path: str, fs: ReadOnlyFS, blobs: Path, written: list[str]
     ) -> dict[str, Any]:
         st = fs.lstat(path)
+        fs.kept_as(path, st)
         if st is None:
             return {"path": path, "state": "absent"}
         if stat.S_ISLNK(st.st_mode):

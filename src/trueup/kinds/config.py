@@ -278,6 +278,7 @@ class ConfigKind(Kind):
             return Observed("unverifiable", None, {"reason": reason})
         declared = {}
         shared = {}
+        inherited: list[str] = []  # found through a YAML merge key, not written here
         for key in resource.spec["keys"]:
             key_path = parse_key_path(key)
             value = doc.get(key_path)
@@ -286,7 +287,11 @@ class ConfigKind(Kind):
             anchor = doc.shared_by(key_path)
             if anchor is not None:
                 shared[key] = anchor
+            if value is not MISSING and doc.inherited(key_path):
+                inherited.append(key)
         detail = {"declared": declared, "flat": flat, "file_digest": entry.digest}
+        if inherited:
+            detail["inherited"] = inherited
         return Observed(
             "file", keys_digest(declared), {**detail, "shared": shared} if shared else detail
         )
@@ -341,11 +346,11 @@ class ConfigKind(Kind):
         ]
         unset = sorted(k for k in dropped if _owned_value(flat, k, owned[k]))
         kept = sorted(set(dropped) - set(unset))
-        # A person's value trueup took over goes back when the key is dropped, rather
-        # than the key going (the person had it before trueup did).
-        before: dict[str, Any] = dict(applied.detail.get("before", {})) if applied else {}
-        restore = {k: before[k] for k in unset if k in before}
-        unset = [k for k in unset if k not in restore]
+        # A key a person had before trueup set it stays when it is dropped: theirs
+        # before, theirs again. (Only its name is recorded: its value may be a secret.)
+        before = set(applied.detail.get("before", ())) if applied else set()
+        kept += sorted(k for k in unset if k in before)
+        unset = [k for k in unset if k not in before]
         # A value trueup set and no longer declares makes way for the table now declared.
         blocked = _blocked_keys(declared, flat, {_spelt(k) for k in unset})
         if blocked:
@@ -371,12 +376,13 @@ class ConfigKind(Kind):
                 resource,
             )
         changes = {k: v for k, v in declared.items() if k not in live or not _same(live[k], v)}
+        inherited = set(observed.detail.get("inherited", ()))
         took = {
-            k: live[k]
+            k
             for k in changes
-            if k in live and (k not in owned or k in was_foreign) and _recordable(live[k])
+            if k in live and k not in inherited and (k not in owned or k in was_foreign)
         }
-        kept_before = {k: v for k, v in {**took, **before}.items() if k in declared}
+        kept_before = sorted((took | before) & set(declared))
         # A table declared whole whose keys trueup set one by one stays trueup's.
         found = {
             k
@@ -390,7 +396,7 @@ class ConfigKind(Kind):
         replace = resource is not None and resource.policy == "replace"
         extra = sorted(_extra_keys(flat, declared, overlay)) if replace else []
         theirs = _replaced_keys(flat, changes, owned)
-        if not changes and not unset and not extra and not restore:
+        if not changes and not unset and not extra:
             if resource is None:
                 return Decision(ActionType.REMOVE_RESOURCE, "forget (no keys left to remove)")
             released = sorted(
@@ -410,7 +416,7 @@ class ConfigKind(Kind):
                 )
             return Decision(ActionType.NO_OP, "up to date")
         payload: dict[str, Any] = {
-            "set": {**changes, **restore},
+            "set": changes,
             "unset": unset,
             # What trueup had set there: a YAML merge key (<<) may still show a value.
             "unset_was": {k: owned[k] for k in unset},
@@ -419,20 +425,20 @@ class ConfigKind(Kind):
         }
         if foreign:
             payload["foreign"] = foreign
-        if restore:
-            payload["restore"] = restore
         if kept_before:
             payload["before"] = kept_before
         if resource is None:
-            note = f"; left changed key(s) {', '.join(kept)}" if kept else ""
-            back = f", put back {len(restore)} to the value found before trueup" if restore else ""
+            note = (
+                f"; left key(s) {', '.join(kept)} (changed since, or there before trueup)"
+                if kept
+                else ""
+            )
             return Decision(
                 ActionType.REMOVE_RESOURCE,
-                f"remove {len(unset)} key(s) no longer declared{back}{note}",
+                f"remove {len(unset)} key(s) no longer declared{note}",
                 payload,
             )
         parts = [f"set {len(changes)}"] if changes else []
-        parts += [f"put back {len(restore)}"] if restore else []
         parts += [f"remove {len(unset) + len(extra)}"] if unset or extra else []
         drops = f", which drops {', '.join(theirs)} (a declared key is set whole)" if theirs else ""
         return Decision(
@@ -527,15 +533,6 @@ class ConfigKind(Kind):
         ]
         if lingering:
             return Evidence("failed", "keys", observed.digest, message=f"{lingering[0]} still set")
-        unrestored = [
-            k
-            for k, v in action.payload.get("restore", {}).items()
-            if _spelt(k) not in flat or value_digest(flat[_spelt(k)]) != value_digest(v)
-        ]
-        if unrestored:
-            return Evidence(
-                "failed", "keys", observed.digest, message=f"{unrestored[0]} was not put back"
-            )
         if action.type is ActionType.REMOVE_RESOURCE:
             return Evidence("passed", "keys", observed.digest)
         return evidence_of(observed, resource.spec["digest"], "keys")
@@ -598,15 +595,6 @@ def _made(
     if recorded.get("file_made") or (absent and applied is None):
         found["file_made"] = True
     return found
-
-
-def _recordable(value: Any) -> bool:
-    """A value kept in an applied record comes back the same: plain JSON types only."""
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _recordable(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_recordable(v) for v in value)
-    return value is None or isinstance(value, str | int | float | bool)
 
 
 def _holds(keys: Iterable[str], table: str) -> bool:

@@ -420,6 +420,10 @@ class BaseDocument(ABC):
         """What else a write at ``path`` would change (a YAML anchor), or ``None``."""
         return None
 
+    def inherited(self, path: KeyPath) -> bool:
+        """Whether the value at ``path`` comes from elsewhere (a YAML merge key)."""
+        return False
+
     # the protocol -----------------------------------------------------------------
 
     def get(self, path: KeyPath) -> object:

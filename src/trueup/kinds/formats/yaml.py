@@ -648,6 +648,18 @@ class YamlDocument(BaseDocument):
             node = node[key]
         return _plain(node)
 
+    def inherited(self, path: KeyPath) -> bool:
+        node: object = self._data
+        for segment in path[:-1]:
+            key = self._key(node, segment)
+            if key is MISSING or not isinstance(node, CommentedMap):
+                return False
+            node = node[key]
+        if not isinstance(node, CommentedMap):
+            return False
+        key = self._key(node, path[-1])
+        return key is not MISSING and key not in _own_keys(node)
+
     def shared_by(self, path: KeyPath) -> str | None:
         """The anchor of a mapping a write at ``path`` would go into, if any.
 
