@@ -141,6 +141,10 @@ BAD = {
         GOOD.replace('content = "1"', 'link = ""'),
         ["resource 'one'", "field 'link'", "at least 1 character"],
     ),
+    "an executable link": (
+        GOOD.replace('content = "1"', 'link = "x"\nexecutable = true'),
+        ["resource 'one'", "field 'executable'", "a symlink has no mode"],
+    ),
     "a NUL in a link": (
         GOOD.replace('content = "1"', 'link = "a\\u0000b"'),
         ["resource 'one'", "field 'link'", "NUL"],

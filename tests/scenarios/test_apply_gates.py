@@ -337,6 +337,7 @@ def test_sigterm_restores_the_action_in_flight_and_blocks_until_recover(world: W
     assert blocked.code == 4 and "was interrupted" in blocked.err
     abandoned = world.run("abandon")
     assert abandoned.code == 0
+    assert f"trueup plan {profile} --root {world.root}" in abandoned.out, "a command to paste"
     assert world.target(".toolrc").read_text() == "before\n"
     assert world.run("status", "--json").json["data"]["blocked_runs"] == []
 

@@ -381,11 +381,18 @@ def abandon(
     out = Output("abandon", json_out)
 
     def body() -> int:
+        from trueup.cli.status import replan
+
         run = _engine(state).abandon(run_id)
+        shown = run.to_json()
+        following = replan(shown)
         if json_out:
-            out.envelope("abandoned", 0, f"run {run.id} abandoned", run.to_json())
+            out.envelope("abandoned", 0, f"run {run.id} abandoned", {**shown, "hint": following})
         else:
-            out.print(f"run {run.id} abandoned; targets left as they are. Next: trueup plan …")
+            out.print(
+                f"run {run.id} abandoned; targets left as they are. Next, see where they "
+                f"stand: {following}"
+            )
         return 0
 
     _run(out, body)

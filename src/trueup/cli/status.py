@@ -84,7 +84,7 @@ def worst_of(found: set[Outcome | None]) -> Outcome:
     return next((o for o in _WORST_FIRST if o in found), Outcome.CONVERGED)
 
 
-def _replan(run: dict[str, Any]) -> str:
+def replan(run: dict[str, Any]) -> str:
     """The command that shows where a target stands now."""
     target = run["target"]
     return replan_command(target["kind"], run.get("declaration") or "FILE", target["location"])
@@ -160,7 +160,7 @@ def _recorded(out: Output, engine: Any) -> int:
             what = _LAST_RUN[str(last["outcome"])][1]
             out.print(
                 f"[yellow]last run[/] {last['id']} on {escape(t['target'])} {what}: "
-                f"{escape(str(last.get('message') or ''))}\n  next: {escape(_replan(last))}"
+                f"{escape(str(last.get('message') or ''))}\n  next: {escape(replan(last))}"
             )
     print_blocked(out, runs)
     out.print(f"status: {status}")

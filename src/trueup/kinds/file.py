@@ -177,6 +177,11 @@ class FileKind(Kind):
         if spec.get("link") is not None:
             if policy == "append-local":
                 raise ValueError("append-local needs content or source, not link")
+            if fields.get("executable"):
+                raise ValueError(
+                    "field 'executable': a symlink has no mode of its own; "
+                    "drop executable, or set it on the file the link leads to"
+                )
             spec["digest"] = link_digest(spec["link"])
         elif policy == "append-local":
             section = declared_bytes(spec, fs)
