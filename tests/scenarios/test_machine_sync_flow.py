@@ -1036,3 +1036,42 @@ def test_a_folder_declared_around_dropped_files_takes_over_what_trueup_wrote(
     assert world.target("d/x.txt").read_text() == "new x\n"
     again = world.run("plan", str(second), "--root", root, "--json")
     assert again.code == 0 and again.json["status"] == "converged", again.out
+
+
+A_TREE_THERE = """
+[profile]
+id = "r"
+name = "R"
+
+[[resource]]
+id = "commands-tree"
+kind = "{kind}"
+target = ".claude/commands"
+source = "cmds"
+"""
+
+
+@pytest.mark.parametrize("kind", ["directory", "skill"])
+@pytest.mark.parametrize("foreign", [False, True], ids=["trueups-only", "with-a-persons-file"])
+def test_a_folder_trueup_wrote_becomes_a_file_in_one_apply(
+    world: World, kind: str, foreign: bool
+) -> None:
+    """The reverse of the file becoming a folder: the folder goes when nothing but
+    trueup's files is in it; a person's file in it keeps it, a conflict for them."""
+    root = str(world.root)
+    world.write("cmds/review.md", "review\n")
+    first = world.write("r.toml", A_TREE_THERE.format(kind=kind))
+    assert world.run("apply", str(first), "--root", root, "--yes").code == 0
+    if foreign:
+        world.target(".claude/commands/mine.md").write_text("mine\n")
+    second = world.write("r.toml", A_FILE_THERE)
+    applied = world.run("apply", str(second), "--root", root, "--yes")
+    commands = world.target(".claude/commands")
+    if foreign:
+        assert applied.code == 4, applied.out
+        assert (commands / "mine.md").read_text() == "mine\n"
+        return
+    assert applied.code == 0, applied.out + applied.err
+    assert commands.read_text() == "one file\n"
+    again = world.run("plan", str(second), "--root", root, "--json")
+    assert again.code == 0 and again.json["status"] == "converged", again.out

@@ -199,10 +199,11 @@ def removal(applied: Applied, observed: Observed, whole: bool) -> Decision:
             drift=drift,
         )
     remove = sorted(unmodified)
+    payload: dict[str, Any] = {"remove": remove}
+    if set(live) <= set(remove):
+        payload["empties"] = True  # nothing else is in it: the folder goes too
     return Decision(
-        ActionType.REMOVE_RESOURCE,
-        f"remove {len(remove)} file(s) (no longer declared)",
-        {"remove": remove},
+        ActionType.REMOVE_RESOURCE, f"remove {len(remove)} file(s) (no longer declared)", payload
     )
 
 
@@ -287,6 +288,9 @@ class TreeKind(Kind):
         if not files:
             return None
         return Applied(resource, None, {"files": files}, records[0].revision, records[0].applied_at)
+
+    def clears(self, applied: Applied, decision: Decision) -> bool:
+        return decision.type is ActionType.REMOVE_RESOURCE and bool(decision.payload.get("empties"))
 
     def prunes(self, action: Action) -> bool:
         return action.type is ActionType.REMOVE_RESOURCE or bool(action.payload.get("remove"))
