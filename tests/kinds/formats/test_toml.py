@@ -212,6 +212,12 @@ def test_a_first_root_key_goes_before_the_comment_that_introduces_the_first_tabl
     assert document.to_text() == after
 
 
+def test_a_new_key_goes_above_the_comment_that_runs_into_the_next_table() -> None:
+    document = doc("top = 1\n# Settings for b\n[b]\ny = 2\n")
+    document.set(("model",), "m")
+    assert document.to_text() == 'top = 1\nmodel = "m"\n# Settings for b\n[b]\ny = 2\n'
+
+
 @pytest.mark.parametrize("before", ["[x.y]\nz = 1\n", "top = 1\n[ x . y ]\nz = 1\n"])
 def test_a_header_a_key_brought_to_an_implied_table_goes_with_the_key(before: str) -> None:
     document = doc(before)

@@ -442,6 +442,9 @@ def _place(container: _Mapping, key: str, item: Item) -> None:
         container[key] = item
         return
     index = _split_point(body, last + 1)
+    if not is_table and index < len(body) and _is_table_entry(*body[index]):
+        # Comment lines running into the next [table] with no blank line introduce it.
+        index = last + 1
     moved: list[Item] = []
     if is_table and index == len(body) and _is_table_entry(*body[last]):
         # The blank/comment lines before the next table sit inside the previous one.
