@@ -283,6 +283,18 @@ def test_a_key_a_person_had_before_trueup_set_it_stays_when_dropped(
     assert machine.path(target).read_text() == text.replace("old", "mid")
 
 
+@pytest.mark.parametrize(
+    ("target", "text"), [("c/c.toml", "a = 1"), ("c/c.yaml", "a: 1"), ("c/c.json", '{"a": 1}')]
+)
+def test_a_file_without_a_final_newline_is_given_back_without_one(
+    machine: Machine, target: str, text: str
+) -> None:
+    machine.put(target, text)
+    machine.converge(config(target, '"b" = 2'))
+    machine.converge(OTHER)
+    assert machine.path(target).read_text() == text
+
+
 def test_a_value_taken_over_and_then_edited_by_the_person_stays_as_they_left_it(
     machine: Machine,
 ) -> None:

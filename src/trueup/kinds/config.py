@@ -262,7 +262,8 @@ class ConfigKind(Kind):
         if entry.state != "file":
             return Observed(entry.state)
         try:
-            doc = self._load(resource, ctx.fs.read_bytes(path).decode("utf-8"))
+            text = ctx.fs.read_bytes(path).decode("utf-8")
+            doc = self._load(resource, text)
             # Walks every level: a file nested too deeply fails here, once.
             flat = _spellable(doc.keys_flat())
         except ConfigError as exc:
@@ -290,6 +291,8 @@ class ConfigKind(Kind):
             if value is not MISSING and doc.inherited(key_path):
                 inherited.append(key)
         detail = {"declared": declared, "flat": flat, "file_digest": entry.digest}
+        if text and not text.endswith("\n"):
+            detail["open_end"] = True  # no final newline: one added is taken away again
         if inherited:
             detail["inherited"] = inherited
         return Observed(
@@ -427,6 +430,8 @@ class ConfigKind(Kind):
             payload["foreign"] = foreign
         if kept_before:
             payload["before"] = kept_before
+        if applied.detail.get("open_end") if applied else observed.detail.get("open_end"):
+            payload["open_end"] = True
         if resource is None:
             note = (
                 f"; left key(s) {', '.join(kept)} (changed since, or there before trueup)"
@@ -499,6 +504,9 @@ class ConfigKind(Kind):
         for key, value in payload.get("set", {}).items():
             doc.set(parse_key_path(key), value)
         text = str(doc.to_text())
+        if action.type is ActionType.REMOVE_RESOURCE and payload.get("open_end"):
+            # The file had no final newline before trueup's first key: none again.
+            text = text.removesuffix("\r\n" if text.endswith("\r\n") else "\n")
         gap = "\r\n\r\n" if "\r\n" in current else "\n\n"
         if payload.get("unset") and text.endswith(gap) and not current.endswith(gap):
             # A deleted last table leaves the blank line that once set it apart.
@@ -543,7 +551,7 @@ class ConfigKind(Kind):
         detail: dict[str, Any] = {
             "keys": {k: value_digest(v) for k, v in resource.spec["keys"].items()}
         }
-        for key in ("tables", "foreign", "before"):
+        for key in ("tables", "foreign", "before", "open_end"):
             if action.payload.get(key):
                 detail[key] = action.payload[key]
         if action.payload.get("file_made"):
