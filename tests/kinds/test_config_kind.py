@@ -424,6 +424,18 @@ def test_a_table_trueup_made_stays_when_a_person_wrote_a_comment_in_it(
     assert "# my note about a.b" in machine.path(target).read_text()
 
 
+def test_a_table_trueup_made_goes_though_a_person_introduced_their_own_after_it(
+    machine: Machine,
+) -> None:
+    target = "c/c.toml"
+    machine.put(target, "x = 1\n")
+    machine.converge(config(target, '"a.b" = 1'))
+    text = machine.path(target).read_text()
+    machine.put(target, text + "\n# about y\n[y]\nq = 1\n")
+    machine.converge(OTHER)
+    assert machine.path(target).read_text() == "x = 1\n\n# about y\n[y]\nq = 1\n"
+
+
 @pytest.mark.parametrize(
     ("noted", "after"),
     [

@@ -218,8 +218,17 @@ class TomlDocument(BaseDocument):
             return
         assert isinstance(parent, _Mapping)
         body = _body_of(parent)
-        separator = _separator_after(body, path[-1]) if body is not None else None
+        root = parent is self._doc  # only there does _place add such a blank line
+        separator = _separator_after(body, path[-1]) if body is not None and root else None
+        index = _index_of(body, path[-1]) if body is not None else None
+        next_intro = _next_intro(parent.get(path[-1]))
         del parent[path[-1]]
+        if next_intro and body is not None and index is not None:
+            # A deleted table's last lines introduce the next table: they stay, in its place.
+            previous = next((e for _, e in reversed(body[:index]) if not isinstance(e, Null)), None)
+            if isinstance(previous, Whitespace):  # already apart from what precedes it
+                next_intro = next_intro.lstrip("\r\n")
+            body[index] = (None, Whitespace(next_intro))
         if separator is not None and _last_entry(body or [], tables=False) is None:
             # The blank line _place put between a first key and the comment that
             # introduces the first table goes with the last such key.
@@ -370,6 +379,26 @@ def _split_point(body: _Body, start: int) -> int:
             return index
         index += 1
     return index
+
+
+def _index_of(body: _Body, key: str) -> int | None:
+    return next((i for i, (k, _) in enumerate(body) if k is not None and k.key == key), None)
+
+
+def _next_intro(item: object) -> str:
+    """The comment lines (with the blank lines around them) that end ``item``, a table,
+    but belong to the next table: they follow its last entry after a blank line."""
+    if not isinstance(item, Table):
+        return ""
+    body = _deepest_body(item)
+    if not body:
+        return ""
+    kept = [(k, e) for k, e in body if not isinstance(e, Null)]  # deleted entries' places
+    last = _last_entry(kept, tables=True)
+    tail = [entry for _, entry in kept[_split_point(kept, 0 if last is None else last + 1) :]]
+    if not any(isinstance(entry, Comment) for entry in tail):
+        return ""
+    return "".join(entry.as_string() for entry in tail)
 
 
 def _implied_again(table: Table) -> None:
