@@ -424,6 +424,18 @@ def test_a_table_trueup_made_stays_when_a_person_wrote_a_comment_in_it(
     assert "# my note about a.b" in machine.path(target).read_text()
 
 
+def test_a_table_trueup_made_then_declared_as_a_value_goes_without_a_trace(
+    machine: Machine,
+) -> None:
+    target = "c/c.toml"
+    machine.put(target, "z = 0\n")
+    machine.converge(config(target, '"a.b" = 1'))
+    machine.converge(config(target, '"a" = 5'))
+    assert machine.path(target).read_text() == "z = 0\na = 5\n"
+    machine.converge(OTHER)
+    assert machine.path(target).read_text() == "z = 0\n"
+
+
 def test_a_table_trueup_made_goes_though_a_person_introduced_their_own_after_it(
     machine: Machine,
 ) -> None:

@@ -383,7 +383,11 @@ class ConfigKind(Kind):
         took = {
             k
             for k in changes
-            if k in live and k not in inherited and (k not in owned or k in was_foreign)
+            if k in live
+            and k not in inherited
+            and (k not in owned or k in was_foreign)
+            # what trueup set there under another spelling is not a person's
+            and not any(_inside(o, k) or _inside(k, o) for o in owned if o not in was_foreign)
         }
         kept_before = sorted((took | before) & set(declared))
         # A table declared whole whose keys trueup set one by one stays trueup's.
@@ -508,8 +512,8 @@ class ConfigKind(Kind):
             # The file had no final newline before trueup's first key: none again.
             text = text.removesuffix("\r\n" if text.endswith("\r\n") else "\n")
         gap = "\r\n\r\n" if "\r\n" in current else "\n\n"
-        if payload.get("unset") and text.endswith(gap) and not current.endswith(gap):
-            # A deleted last table leaves the blank line that once set it apart.
+        if text.endswith(gap) and not current.endswith(gap):
+            # A deleted or replaced last table leaves the blank line that set it apart.
             text = text.rstrip("\r\n") + ("\r\n" if "\r\n" in current else "\n")
         return text
 
