@@ -257,10 +257,6 @@ class ReadOnlyFS:
             current = os.path.join(os.path.dirname(current), os.readlink(current))
         raise UsageError(f"{path}: too many levels of symbolic links")
 
-    def kept_as(self, path: str, st: os.stat_result | None) -> None:
-        """``path`` was kept for a restore as ``st`` shows it (``WritableFS`` holds its
-        change to that); reading changes nothing, so here it is only noted nowhere."""
-
     def _seen(self, path: Path | str, st: os.stat_result) -> None:
         if self.witness is not None:
             self.witness[os.fspath(path)] = witness_of(st)
@@ -603,19 +599,18 @@ class WritableFS(ReadOnlyFS):
         Temp contents reach the disk before any rename makes them visible, and
         the renames reach the disk before the caller journals success.
         """
-        self._unchanged()
         if self._staged:
             _sync_files([s.temp for s in self._staged])
             reach("temp-written")
-            self._unchanged()  # again after the sync, the longest wait
-            for staged in self._staged:
-                if staged.exclusive:
-                    _rename_exclusive(staged.temp, staged.final)
-                else:
-                    if staged.replaces_dir:
-                        _remove_tree(staged.final)
-                    os.replace(staged.temp, staged.final)
-                self._dirs.add(os.path.dirname(staged.final))
+        self._unchanged()  # after the sync, the longest wait
+        for staged in self._staged:
+            if staged.exclusive:
+                _rename_exclusive(staged.temp, staged.final)
+            else:
+                if staged.replaces_dir:
+                    _remove_tree(staged.final)
+                os.replace(staged.temp, staged.final)
+            self._dirs.add(os.path.dirname(staged.final))
         for path in self._removals:
             _remove_any(path)
             self._dirs.add(os.path.dirname(path))
@@ -631,6 +626,7 @@ class WritableFS(ReadOnlyFS):
         self._kept.clear()
 
     def kept_as(self, path: str, st: os.stat_result | None) -> None:
+        """``path`` was kept for a restore as ``st`` shows it: commit holds it to that."""
         self._kept.setdefault(path, witness_of(st))
 
     def _unchanged(self) -> None:

@@ -147,15 +147,15 @@ def _read(path: str, max_file_bytes: int) -> tuple[tuple[int, int, int, int], by
         return None
     finally:
         os.close(fd)
-    key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
-    if len(data) != st.st_size or key != (
-        after.st_size,
-        after.st_mtime_ns,
-        after.st_ino,
-        after.st_ctime_ns,
-    ):
+    key = _key(st)
+    if len(data) != st.st_size or key != _key(after):
         return None
     return key, data
+
+
+def _key(st: os.stat_result) -> tuple[int, int, int, int]:
+    """fs.stat_key's spelling (this module runs without trueup importable)."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def _child(request: bytes, out: IO[bytes]) -> None:

@@ -172,13 +172,10 @@ def print_blocked(out: Output, runs: Sequence[RunInfo]) -> None:
     (wait for a live one, recover or abandon a dead one)."""
     from rich.markup import escape
 
+    alive = {True: ", still running", False: ", process gone", None: ", other host"}
     for run in runs:
-        shown = run.to_json()
         # Whether its process lives matters only while it says it is running.
-        alive = {True: ", still running", False: ", process gone", None: ", other host"}[
-            shown["holder_alive"]
-        ]
-        state = run.status + (alive if run.status == "running" else "")
+        state = run.status + (alive[run.holder_alive] if run.status == "running" else "")
         out.print(
             f"[red]blocked[/] run {run.id} on {escape(run.target.name)} ({state}); "
             f"next: {escape(locked_error(run, run.target).hint or '')}"

@@ -26,7 +26,6 @@ from trueup.errors import ApplyFailedError, UsageError
 from trueup.fs import (
     ABSENT_OUTCOME,
     TEMP_MARK,
-    ReadOnlyFS,
     WritableFS,
     held_at,
     sha256_bytes,
@@ -69,7 +68,7 @@ class RollbackStore:
         self.root = Path(os.path.realpath(root))
         self.host = host
 
-    def capture(self, items: Sequence[Capture], fs: ReadOnlyFS) -> str:
+    def capture(self, items: Sequence[Capture], fs: WritableFS) -> str:
         """Snapshot every path of every item, flush it all; returns the manifest's name.
 
         An item's journal reference is ``<manifest>#<seq>`` (see ``load``).
@@ -102,7 +101,7 @@ class RollbackStore:
         return name
 
     def _snapshot(
-        self, path: str, fs: ReadOnlyFS, blobs: Path, written: list[str]
+        self, path: str, fs: WritableFS, blobs: Path, written: list[str]
     ) -> dict[str, Any]:
         st = fs.lstat(path)
         fs.kept_as(path, st)

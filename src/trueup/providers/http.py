@@ -63,10 +63,7 @@ class ProviderError(TrueupError):
         codes: Iterable[int | str] = (),
     ) -> None:
         shown = f"{provider}: {method} {path}: " + (f"HTTP {status}: " if status else "")
-        super().__init__(
-            redact_message(shown + message),
-            hint=_hint(provider, status),
-        )
+        super().__init__(redact_message(shown + message), hint=_hint(provider, status))
         self.provider = provider
         self.status = status
         self.detail = message

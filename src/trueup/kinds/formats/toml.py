@@ -412,7 +412,7 @@ def _implied_again(table: Table) -> None:
         return
     if any(not isinstance(item, Whitespace | Null) for key, item in body if key is None):
         return  # a comment of the person's sits under the header: it stays
-    for index, (key, _item) in enumerate(body):
+    for index, (key, _) in enumerate(body):
         if key is None:
             body[index] = (None, Null())
     table._is_super_table = True
@@ -420,7 +420,7 @@ def _implied_again(table: Table) -> None:
 
 def _separator_after(body: _Body, key: str) -> int | None:
     """The one blank line between the entry ``key`` and a comment opening a table."""
-    index = next((i for i, (k, _) in enumerate(body) if k is not None and k.key == key), None)
+    index = _index_of(body, key)
     if index is None or _is_table_entry(*body[index]):
         return None
     # Entries deleted earlier stay in the body as empty Null placeholders.

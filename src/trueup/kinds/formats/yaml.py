@@ -638,7 +638,8 @@ class YamlDocument(BaseDocument):
                 return key
         return MISSING
 
-    def _lookup(self, path: KeyPath) -> object:
+    def _node(self, path: KeyPath) -> object:
+        """The node at ``path`` as ruamel holds it, or MISSING."""
         node: object = self._data
         for segment in path:
             key = self._key(node, segment)
@@ -646,19 +647,18 @@ class YamlDocument(BaseDocument):
                 return MISSING
             assert isinstance(node, CommentedMap)
             node = node[key]
-        return _plain(node)
+        return node
+
+    def _lookup(self, path: KeyPath) -> object:
+        node = self._node(path)
+        return MISSING if node is MISSING else _plain(node)
 
     def inherited(self, path: KeyPath) -> bool:
-        node: object = self._data
-        for segment in path[:-1]:
-            key = self._key(node, segment)
-            if key is MISSING or not isinstance(node, CommentedMap):
-                return False
-            node = node[key]
-        if not isinstance(node, CommentedMap):
+        parent = self._node(path[:-1])
+        if not isinstance(parent, CommentedMap):
             return False
-        key = self._key(node, path[-1])
-        return key is not MISSING and key not in _own_keys(node)
+        key = self._key(parent, path[-1])
+        return key is not MISSING and key not in _own_keys(parent)
 
     def shared_by(self, path: KeyPath) -> str | None:
         """The anchor of a mapping a write at ``path`` would go into, if any.
