@@ -526,3 +526,26 @@ def test_a_table_trueup_made_goes_without_a_trace_whatever_the_line_ends(
     machine.converge(config("c/config.toml", '"x" = 2, "n.m" = 1'))
     machine.converge(config("c/config.toml", '"x" = 2'))
     assert machine.path("c/config.toml").read_bytes() == f"z = 1{newline}x = 2{newline}".encode()
+
+
+def test_a_kept_block_scalar_left_last_keeps_its_blank_lines_and_gains_no_end_marker(
+    machine: Machine,
+) -> None:
+    """A ``|+`` scalar's trailing blank lines are its value: dropping the keys trueup
+    added after it gives the file back as it was, without ruamel's ``...``."""
+    text = "x:\n  z: 2\nlit: |+\n  keep\n\n"
+    machine.put("c/c.yaml", text)
+    machine.converge(config("c/c.yaml", '"x.y" = 1, "new" = 2'))
+    assert machine.load("c/c.yaml")["lit"] == "keep\n\n"
+    machine.converge(OTHER)
+    assert machine.path("c/c.yaml").read_text() == text
+
+
+def test_a_first_key_trueup_put_above_the_first_table_goes_with_its_blank_line(
+    machine: Machine,
+) -> None:
+    machine.put("c/config.toml", "[x]\nz = 1\n")
+    machine.converge(config("c/config.toml", '"arr" = [1, 2], "x.y" = 1'))
+    assert machine.path("c/config.toml").read_text().startswith("arr = [1, 2]\n\n[x]\n")
+    machine.converge(OTHER)
+    assert machine.path("c/config.toml").read_text() == "[x]\nz = 1\n"

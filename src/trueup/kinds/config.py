@@ -46,6 +46,7 @@ from trueup.kinds.formats import (
     load,
     parse_key_path,
     paths_overlap,
+    same_value,
 )
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
 
@@ -513,8 +514,11 @@ class ConfigKind(Kind):
             text = text.removesuffix("\r\n" if text.endswith("\r\n") else "\n")
         gap = "\r\n\r\n" if "\r\n" in current else "\n\n"
         if text.endswith(gap) and not current.endswith(gap):
-            # A deleted or replaced last table leaves the blank line that set it apart.
-            text = text.rstrip("\r\n") + ("\r\n" if "\r\n" in current else "\n")
+            # A deleted or replaced last table leaves the blank line that set it apart;
+            # but the blank lines a kept block scalar (YAML ``|+``) ends with are its value.
+            trimmed = text.rstrip("\r\n") + ("\r\n" if "\r\n" in current else "\n")
+            if same_value(self._load(resource, trimmed).keys_flat(), doc.keys_flat()):
+                text = trimmed
         return text
 
     def _outcome(

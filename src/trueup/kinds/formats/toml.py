@@ -230,8 +230,8 @@ class TomlDocument(BaseDocument):
                 next_intro = next_intro.lstrip("\r\n")
             body[index] = (None, Whitespace(next_intro))
         if separator is not None and _last_entry(body or [], tables=False) is None:
-            # The blank line _place put between a first key and the comment that
-            # introduces the first table goes with the last such key.
+            # The blank line put between a first key and the first table (or the
+            # comment that introduces it) goes with the last such key.
             (body or [])[separator] = (None, Null())
         if isinstance(parent, Table) and parent and not parent.is_super_table():
             _implied_again(parent)
@@ -419,7 +419,7 @@ def _implied_again(table: Table) -> None:
 
 
 def _separator_after(body: _Body, key: str) -> int | None:
-    """The one blank line between the entry ``key`` and a comment opening a table."""
+    """The one blank line between the entry ``key`` and a table, or a comment opening one."""
     index = _index_of(body, key)
     if index is None or _is_table_entry(*body[index]):
         return None
@@ -432,8 +432,10 @@ def _separator_after(body: _Body, key: str) -> int | None:
         gap_key is None
         and isinstance(gap, Whitespace)
         and gap.as_string() in ("\n", "\r\n")
-        and next_key is None
-        and isinstance(following, Comment)
+        and (
+            (next_key is None and isinstance(following, Comment))
+            or _is_table_entry(next_key, following)
+        )
     ):
         return rest[0]
     return None

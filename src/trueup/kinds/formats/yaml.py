@@ -749,7 +749,24 @@ class YamlDocument(BaseDocument):
         text = self._render_body()
         if not self._data:  # no key left: no "{}" either, only the comments there were
             text = "".join(line for line in text.splitlines(keepends=True) if line.strip() != "{}")
-        return self._bom + text
+        return self._bom + self._without_new_end(text)
+
+    def _without_new_end(self, text: str) -> str:
+        """Drop the ``...`` ruamel ends a document with after a kept block scalar (``|+``).
+
+        The marker only spells out where the scalar's blank lines stop; a file
+        that never had one means the same without it, and gaining one would
+        change a line the person wrote nothing on.
+        """
+        lines = text.splitlines(keepends=True)
+        if not lines or lines[-1].strip() != "..." or _ends_document(self._original):
+            return text
+        shorter = "".join(lines[:-1])
+        try:
+            same = same_value(_plain(self._yaml.load(shorter)), _plain(self._data))
+        except YAMLError:
+            return text
+        return shorter if same else text
 
     def _render_body(self) -> str:
         edited = self._dump(self._data)
@@ -775,6 +792,12 @@ class YamlDocument(BaseDocument):
         except YAMLError:
             pass
         return edited
+
+
+def _ends_document(text: str) -> bool:
+    """Whether the file's last line with anything on it is a ``...`` document end."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return bool(lines) and lines[-1].strip() == "..."
 
 
 def _with_newline(text: str, newline: str) -> str:
