@@ -549,3 +549,15 @@ def test_a_first_key_trueup_put_above_the_first_table_goes_with_its_blank_line(
     assert machine.path("c/config.toml").read_text().startswith("arr = [1, 2]\n\n[x]\n")
     machine.converge(OTHER)
     assert machine.path("c/config.toml").read_text() == "[x]\nz = 1\n"
+
+
+def test_a_line_appended_after_trueups_keys_keeps_its_newline_when_they_go(
+    machine: Machine,
+) -> None:
+    """Only the file as it was comes back without a final newline: a person's
+    line after trueup's keys is not cut short."""
+    machine.put("c/c.toml", "a = 1")
+    machine.converge(config("c/c.toml", '"b" = 2'))
+    machine.put("c/c.toml", machine.path("c/c.toml").read_text() + "c = 3\n")
+    machine.apply(OTHER)
+    assert machine.path("c/c.toml").read_text() == "a = 1\nc = 3\n"

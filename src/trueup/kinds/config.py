@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from trueup.canonical import digest
 from trueup.declare.plain import REQUIRED, checked, is_str_list
 from trueup.errors import UsageError
-from trueup.fs import ReadOnlyFS
+from trueup.fs import ReadOnlyFS, sha256_bytes
 from trueup.kinds.base import (
     BY_HAND,
     ApplyContext,
@@ -293,7 +293,9 @@ class ConfigKind(Kind):
                 inherited.append(key)
         detail = {"declared": declared, "flat": flat, "file_digest": entry.digest}
         if text and not text.endswith("\n"):
-            detail["open_end"] = True  # no final newline: one added is taken away again
+            # No final newline: the one trueup adds goes again, if that gives the file
+            # back as it was (a line a person appended since keeps its newline).
+            detail["open_end"] = entry.digest
         if inherited:
             detail["inherited"] = inherited
         return Observed(
@@ -435,8 +437,9 @@ class ConfigKind(Kind):
             payload["foreign"] = foreign
         if kept_before:
             payload["before"] = kept_before
-        if applied.detail.get("open_end") if applied else observed.detail.get("open_end"):
-            payload["open_end"] = True
+        open_end = (applied.detail if applied else observed.detail).get("open_end")
+        if open_end:
+            payload["open_end"] = open_end
         if resource is None:
             note = (
                 f"; left key(s) {', '.join(kept)} (changed since, or there before trueup)"
@@ -509,9 +512,12 @@ class ConfigKind(Kind):
         for key, value in payload.get("set", {}).items():
             doc.set(parse_key_path(key), value)
         text = str(doc.to_text())
-        if action.type is ActionType.REMOVE_RESOURCE and payload.get("open_end"):
+        open_end = payload.get("open_end")
+        if action.type is ActionType.REMOVE_RESOURCE and open_end:
             # The file had no final newline before trueup's first key: none again.
-            text = text.removesuffix("\r\n" if text.endswith("\r\n") else "\n")
+            closed = text.removesuffix("\r\n" if text.endswith("\r\n") else "\n")
+            if open_end is True or sha256_bytes(closed.encode("utf-8")) == open_end:
+                text = closed  # (True: recorded before the file's digest was)
         gap = "\r\n\r\n" if "\r\n" in current else "\n\n"
         if text.endswith(gap) and not current.endswith(gap):
             # A deleted or replaced last table leaves the blank line that set it apart;
