@@ -630,11 +630,14 @@ class Engine:
         except (OSError, ValueError, TypeError, AttributeError) as exc:
             raise UsageError(f"{path}: not a trueup saved plan: {exc}") from None
         if digest(document["plan"]) != recorded or plan.digest != recorded:
-            # Bad input, not a world that moved: the file was edited or damaged.
-            raise UsageError(
-                f"{path}: the plan's content does not match its digest (the file was edited "
-                "or damaged); nothing was changed",
-                hint=f"compute the plan again: {_plan_command(plan)}",
+            # Bad input, not a world that moved: the file was edited or damaged. The
+            # target it names is audited with the refusal, as the digest it claims.
+            raise self.gates(plan.target, "plan.applied", str(recorded)).refuse(
+                UsageError(
+                    f"{path}: the plan's content does not match its digest (the file was "
+                    "edited or damaged); nothing was changed",
+                    hint=f"compute the plan again: {_plan_command(plan)}",
+                )
             )
         if not os.path.exists(plan.source):  # its target is known: the refusal is audited
             raise self.gates(plan.target, "plan.applied", plan.digest).refuse(

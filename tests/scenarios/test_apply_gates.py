@@ -79,6 +79,10 @@ def test_a_tampered_saved_plan_is_refused(world: World) -> None:
     assert "does not match its digest" in refused.err
     assert "trueup plan" in refused.err
     assert not world.target(".toolrc").exists()
+    audited = world.run("audit", "list", "--json").json["data"]
+    refusals = [e for e in audited if e["event"] == "plan.applied"]
+    assert [e["outcome"] for e in refusals] == ["refused"]
+    assert "does not match its digest" in refusals[0]["reason"]
 
 
 def test_a_saved_plan_rewritten_with_a_new_digest_but_wrong_types_is_a_usage_error(

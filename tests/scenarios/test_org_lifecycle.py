@@ -131,6 +131,18 @@ def test_a_stale_saved_plan_is_refused(org: OrgWorld) -> None:
     assert [r["content"] for r in a_records] == ["203.0.113.10"]
 
 
+def test_a_damaged_saved_org_plan_is_refused_and_audited(org: OrgWorld) -> None:
+    saved = org.world.base / "plan.json"
+    assert org.run("org", "plan", org.path, "-o", str(saved)).code == 0
+    saved.write_text(saved.read_text().replace("203.0.113.10", "203.0.113.66"))
+    refused = org.run("org", "apply", str(saved), "--yes")
+    assert refused.code == 2, refused.out + refused.err
+    assert "does not match its digest" in refused.err and "trueup org plan" in refused.err
+    audited = org.run("audit", "list", "--json").json["data"]
+    assert [e["outcome"] for e in audited if e["event"] == "plan.applied"] == ["refused"]
+    assert org.fakes.cloudflare.records(org.zone()) == []
+
+
 def test_destroying_steps_need_the_typed_name(org: OrgWorld) -> None:
     first = org.run("org", "apply", org.path, "--yes")
     assert first.code == 2 and "--yes alone never confirms" in first.err  # mail level migrates
