@@ -141,6 +141,20 @@ def test_trueup_recover_resumes_a_killed_org_run(org: OrgWorld) -> None:
     assert org.run("org", "plan", org.path).code == 0
 
 
+def test_a_recovery_a_provider_stops_is_audited_and_can_be_tried_again(org: OrgWorld) -> None:
+    kill_at(org, "mutated:5")
+    (blocked,) = org.run("status", "--json").json["data"]["blocked_runs"]
+    org.fakes.faults.cloudflare.update(garble=1000)
+    failed = org.run("recover")
+    assert failed.code == 6, failed.out + failed.err
+    (row,) = org.run("audit", "list", "--json", "--event", "run.recovered").json["data"]
+    assert (row["outcome"], row["run_id"]) == ("failed", blocked["id"])
+    org.fakes.faults.cloudflare.reset()
+    recovered = org.run("recover")
+    assert recovered.code == 0, recovered.out + recovered.err
+    assert inventory(org.fakes) == EXPECTED
+
+
 def _start_apply(org: OrgWorld) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [TRUEUP, "org", "apply", org.path, "--confirm", "Acme Inc"],

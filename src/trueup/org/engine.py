@@ -320,7 +320,11 @@ class OrgEngine:
                 "declaration gone",
                 UsageError(f"run {run.id}: its org file {source} no longer exists; run released"),
             )
-        prepared = self.prepare(source, permission=None)
+        try:
+            prepared = self.prepare(source, permission=None)
+        except TrueupError as exc:  # a provider unreachable: the run stays for a later try
+            self._audit_failure(run.target, exc, run.plan_digest, run.id, "run.recovered")
+            raise
         started = self.store.last_event(run.id, "run.declaration")
         if started is not None and started.get("digest") != prepared.org.digest:
             raise self._released(
@@ -436,12 +440,17 @@ class OrgEngine:
         )
 
     def _audit_failure(
-        self, target: Target, error: TrueupError, digest: str | None, run_id: str | None = None
+        self,
+        target: Target,
+        error: TrueupError,
+        digest: str | None,
+        run_id: str | None = None,
+        event: str = "plan.applied",
     ) -> None:
-        """An apply that stopped before its first step is on the record too."""
+        """An apply (or a recovery) that stopped before its first step is on the record too."""
         audit.record(
             self.store,
-            "plan.applied",
+            event,
             "failed",
             self.base.actor,
             target,
