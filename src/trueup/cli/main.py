@@ -293,12 +293,15 @@ def apply(
             out.report(message, {"plan": _plan_json(expected), "run": run_id}, "queued")
             return int(ExitCode.OK)
         result = _apply_with_progress(out, engine, prepared, expected, typed, paused)
-        if json_out:
-            data = {"plan": _plan_json(expected), "run": result.to_json() if result else None}
-            out.envelope(result.outcome.value, result.outcome.exit_code, result.message, data)
-        else:
-            render_result(out.console, result)
-        return int(result.outcome.exit_code)
+
+        def show() -> None:
+            if json_out:
+                data = {"plan": _plan_json(expected), "run": result.to_json()}
+                out.envelope(result.outcome.value, result.outcome.exit_code, result.message, data)
+            else:
+                render_result(out.console, result)
+
+        return out.finished(result.outcome.value, int(result.outcome.exit_code), show)
 
     _run(out, body)
 
@@ -358,13 +361,16 @@ def recover(
         from trueup.cli.render import render_result
 
         result = _engine(state).recover(run_id)
-        if json_out:
-            out.envelope(
-                result.outcome.value, result.outcome.exit_code, result.message, result.to_json()
-            )
-        else:
-            render_result(out.console, result)
-        return int(result.outcome.exit_code)
+
+        def show() -> None:
+            if json_out:
+                out.envelope(
+                    result.outcome.value, result.outcome.exit_code, result.message, result.to_json()
+                )
+            else:
+                render_result(out.console, result)
+
+        return out.finished(result.outcome.value, int(result.outcome.exit_code), show)
 
     _run(out, body)
 

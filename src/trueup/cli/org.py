@@ -143,12 +143,17 @@ def org_apply(
                     out.report("nothing was changed", data, "declined")
                     return int(ExitCode.OK)
             result = engine.apply(prepared, expected, typed)
-            if json_out:
-                data = {**_plan_json(prepared, expected), "apply": result.to_json()}
-                out.envelope(result.outcome.value, result.outcome.exit_code, result.message, data)
-            else:
-                render_org_result(out.console, result)
-            return int(result.outcome.exit_code)
+
+            def show() -> None:
+                if json_out:
+                    data = {**_plan_json(prepared, expected), "apply": result.to_json()}
+                    out.envelope(
+                        result.outcome.value, result.outcome.exit_code, result.message, data
+                    )
+                else:
+                    render_org_result(out.console, result)
+
+            return out.finished(result.outcome.value, int(result.outcome.exit_code), show)
         finally:
             engine.close()
 

@@ -84,6 +84,22 @@ class Output:
         else:  # plain words: a glob's [ab] is not markup
             self.console.print(_scrub(message), markup=False)
 
+    def finished(self, outcome: str, code: int, show: Callable[[], None]) -> int:
+        """Show a run that has ended; its outcome's exit code, even if Ctrl-C cuts ``show``.
+
+        The run is over and recorded by then: a Ctrl-C while its result prints
+        stops the printing, and exiting as a cancellation ("nothing was
+        changed") would misreport what happened.
+        """
+        try:
+            show()
+        except KeyboardInterrupt:
+            self.err.print(
+                f"output cut short; the run had already ended: {outcome} (trueup status shows it)",
+                markup=False,
+            )
+        return code
+
     def print(self, *parts: Any) -> None:
         if not self.json_mode:
             self.console.print(*(_scrub(p) for p in parts))
