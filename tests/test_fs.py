@@ -361,3 +361,11 @@ def test_as_root_a_written_file_stays_its_owners_and_new_ones_are_the_folders(
     link = os.lstat(home / "link")
     assert (link.st_uid, link.st_gid) == (1234, 2345)
     assert mine.read_text() == "a = 2\n"
+
+
+def test_a_pipe_is_refused_by_name_and_never_opened(tmp_path: Path) -> None:
+    """Opening a pipe to read it waits for a writer: it would hang a run."""
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    with pytest.raises(ConflictError, match="is a pipe, socket or device"):
+        ReadOnlyFS().read_bytes(pipe)

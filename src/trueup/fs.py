@@ -266,6 +266,13 @@ class ReadOnlyFS:
         if st is None:
             st = os.lstat(key)
         self._seen(key, st)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            # A pipe would block the read until somebody writes to it: never opened.
+            raise ConflictError(
+                f"{key} is a pipe, socket or device, not a file; trueup neither reads nor "
+                "replaces it",
+                hint="move it out of the way, then plan again",
+            )
         hit = self.cache.contents.get(key)
         if hit is not None and hit[0] == stat_key(st):
             return hit[2]
@@ -276,7 +283,8 @@ class ReadOnlyFS:
         # a tenth of a second per 10,000). Ask for the size stat gave (+1 to
         # notice growth), not the limit, which would allocate 16 MiB a file.
         self._check_size(key, size)
-        fd = os.open(key, os.O_RDONLY | _O_CLOEXEC)
+        # O_NONBLOCK: a file swapped for a pipe since its lstat reads empty, not forever.
+        fd = os.open(key, os.O_RDONLY | os.O_NONBLOCK | _O_CLOEXEC)
         try:
             data = os.read(fd, size + 1)
             while len(data) <= self.max_file_bytes and len(data) > size:

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 MIN_FILES = 256
 _FRAME_FILES = 256
 _HEADER = struct.Struct(">I")
-_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: a source swapped for a pipe is skipped (fstat below), not waited on.
+_O_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class ReadAhead:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 
 import pytest
 from machine import Machine
@@ -247,3 +249,29 @@ def test_a_shortened_file_list_says_how_many_files_it_leaves_out(
     listed = [line for line in preview if line[:2] in ("+ ", "- ")]
     assert len(listed) == min(writes, 50) + min(removes, 50)
     assert (preview[-1] == f"… and {hidden} more") if hidden else (preview[-1] in listed)
+
+
+@pytest.mark.parametrize(
+    ("profile", "fifo"),
+    [
+        (DIRECTORY, "out/a.txt"),  # where a declared file goes
+        (REPLACE, "out/a.txt"),
+        (REPLACE, "out/pipe"),  # undeclared: a true mirror would remove it
+        (SKILL, "skills/s/pipe"),
+    ],
+    ids=["declared", "replace-declared", "replace-undeclared", "skill"],
+)
+def test_a_pipe_where_a_tree_would_write_or_remove_is_drift_and_never_opened(
+    machine: Machine, profile: str, fifo: str
+) -> None:
+    """Opening a pipe to keep it for a restore would wait for a writer forever."""
+    machine.source("src/a.txt", "a")
+    machine.source("skill/SKILL.md", "s")
+    machine.path(fifo).parent.mkdir(parents=True)
+    os.mkfifo(machine.path(fifo))
+    rid = "s" if profile is SKILL else "d"
+    action = machine.action(profile, rid, force=(rid,))
+    assert action.type is T.DRIFT_CONFLICT
+    assert "a pipe, socket or device is in the way" in action.summary
+    machine.apply(profile, force=(rid,))
+    assert stat.S_ISFIFO(os.lstat(machine.path(fifo)).st_mode)

@@ -31,7 +31,9 @@ class DirectoryKind(tree.TreeKind):
         if resource is None:
             assert applied is not None
             return tree.removal(applied, observed, whole=applied.resource.policy == "replace")
-        blocked = tree.in_the_way(resource.spec["files"], observed)
+        blocked = tree.in_the_way(
+            resource.spec["files"], observed, whole=resource.policy == "replace"
+        )
         if blocked:
             return Decision(
                 ActionType.DRIFT_CONFLICT,

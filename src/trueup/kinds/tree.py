@@ -98,12 +98,22 @@ def not_a_folder(observed: Observed, place: str = "where the folder should be") 
     return None
 
 
-def in_the_way(desired: Tree, observed: Observed) -> str | None:
-    """A path a file must go to that holds a folder, or the target itself not a folder."""
+def in_the_way(desired: Tree, observed: Observed, whole: bool = False) -> str | None:
+    """A path a file must go to that holds a folder, or the target itself not a folder.
+
+    A pipe, socket or device is in the way wherever trueup would write or (with
+    ``whole``: everything live in the folder is trueup's to replace) remove it:
+    it can be neither read for a restore nor put back by one.
+    """
     target = not_a_folder(observed)
     if target:
         return target
     live = observed.detail.get("files", {})
+    special = sorted(
+        rel for rel, entry in live.items() if entry[0] == "special" and (whole or rel in desired)
+    )
+    if special:
+        return f"a pipe, socket or device is in the way at {special[0]}"
     blocked = sorted(rel for rel in desired if rel not in live and _has_children(rel, live))
     if blocked:
         return f"a folder is in the way at {blocked[0]}"
@@ -119,7 +129,7 @@ def _parents(rel: str) -> list[str]:
 
 
 def _what(entry: TreeEntry) -> str:
-    return "link" if entry[0] == "link" else "file"
+    return {"link": "link", "special": "pipe, socket or device"}.get(entry[0], "file")
 
 
 def _has_children(rel: str, live: Mapping[str, Any]) -> bool:
