@@ -8,7 +8,9 @@ failure names the command so a person can run it and read its output.
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,7 +46,7 @@ def verify_commands(resources: Sequence[Resource | None], root: Path) -> list[Ev
             # A signal (or a failure) stops the run: its commands stop with it, rather
             # than the run waiting for each of them, up to its timeout.
             for process in list(running):
-                process.kill()
+                _stop(process)
             raise
     for (i, _), evidence in zip(declaring, checked, strict=True):
         found[i] = evidence
@@ -70,6 +72,7 @@ def verify_command(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: stopped whole (_stop)
         )
     except OSError as exc:
         return Evidence("failed", "command", message=f"verification could not start: {exc}")
@@ -77,7 +80,7 @@ def verify_command(
     try:
         returncode = process.wait(timeout)
     except subprocess.TimeoutExpired:
-        process.kill()
+        _stop(process)
         process.wait()
         return Evidence("failed", "command", message=f"verification timed out after {timeout}s")
     finally:
@@ -93,3 +96,15 @@ def verify_command(
             f"run it in {root} to see it: {shlex.join(command)})"
         ),
     )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Kill a command with everything it started (a shell's children outlive the shell).
+
+    Left running, they could still change the root after trueup restored it
+    and exited.
+    """
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:  # its group is gone already
+        process.kill()
