@@ -512,3 +512,24 @@ content = "{content}"
     assert "'f1' changed after the plan was computed; it was left as it is" in out
     assert world.target("f1").read_text() == "my edit\n"
     assert not list(world.root.rglob("*.trueup-tmp-*"))
+
+
+def test_a_killed_runs_pid_taken_by_another_process_does_not_keep_it_alive(
+    world: World,
+) -> None:
+    """After a reboot or a container restart, another process may have the dead
+    run's pid: the run is still seen as dead, so recover can take it over."""
+    profile = str(world.write("edits.toml", EDITS))
+    killed(world, profile)
+    other = subprocess.Popen(["sleep", "60"])  # a process that never held the run
+    try:
+        with sqlite3.connect(world.data / "state.db") as db:
+            db.execute("UPDATE runs SET pid = ? WHERE status = 'running'", (other.pid,))
+        status = world.run("status")
+        assert status.code == 4 and "process gone" in status.out, status.out
+        recovered = world.run("recover")
+        assert recovered.code == 0, recovered.out + recovered.err
+        assert read(world, "f.txt") == "declared\n"
+    finally:
+        other.kill()
+        other.wait()

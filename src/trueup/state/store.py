@@ -21,6 +21,7 @@ from trueup.errors import ConflictError
 from trueup.fs import CacheEntry, StatCache
 from trueup.model import Action, Applied, Resource, Target
 from trueup.state.db import Database, UniqueViolation
+from trueup.state.holder import identity
 from trueup.state.schema import ensure_current
 
 # Statuses that hold the target's lock (the partial unique index of migration 0002):
@@ -53,13 +54,16 @@ class RunInfo:
     message: str | None
     job: bool = False
     lease_expires_at: float | None = None
+    #: The holding process's identity (state/holder.py), where the system told it.
+    holder: str | None = None
 
     @property
     def holder_alive(self) -> bool | None:
         """Whether the holder still works on it; ``None`` when that cannot be known here.
 
         A job's holder is alive while its lease runs (the lease is renewed while
-        the worker works, on any host); a direct run's holder is its process.
+        the worker works, on any host); a direct run's holder is its process:
+        its pid, unless another process has that pid now.
         """
         if self.job:
             if self.status != "running":
@@ -72,7 +76,11 @@ class RunInfo:
         except ProcessLookupError:
             return False
         except PermissionError:
-            return True
+            pass  # somebody else's process: alive, but is it the holder?
+        if self.holder is not None:
+            found = identity(self.pid)
+            if found is not None and found != self.holder:
+                return False  # the pid was reused (a reboot, a container restarted)
         return True
 
     def to_json(self) -> dict[str, Any]:
@@ -118,7 +126,7 @@ class RunLocked(Exception):
 
 RUN_COLUMNS = (
     "id, target, status, outcome, plan_digest, declaration, host, pid, actor, "
-    "started_at, finished_at, message, steps IS NOT NULL, lease_expires_at"
+    "started_at, finished_at, message, steps IS NOT NULL, lease_expires_at, holder"
 )
 
 
@@ -138,6 +146,7 @@ def run_from_row(row: Sequence[Any]) -> RunInfo:
         message=row[11],
         job=bool(row[12]),
         lease_expires_at=float(row[13]) if row[13] is not None else None,
+        holder=row[14],
     )
 
 
@@ -281,6 +290,7 @@ class Store:
             "declaration": declaration,
             "host": socket.gethostname(),
             "pid": os.getpid(),
+            "holder": identity(os.getpid()),
             "actor": actor,
             "at": now(),
         }
@@ -288,8 +298,8 @@ class Store:
             with self.db.transaction():
                 self.db.execute(
                     "INSERT INTO runs (id, target_key, target, status, plan_digest, declaration, "
-                    "host, pid, actor, started_at) VALUES (:id, :key, :target, 'running', :plan, "
-                    ":declaration, :host, :pid, :actor, :at)",
+                    "host, pid, holder, actor, started_at) VALUES (:id, :key, :target, 'running', "
+                    ":plan, :declaration, :host, :pid, :holder, :actor, :at)",
                     params,
                 )
                 started: dict[str, Any] = {"plan": plan_digest}
@@ -357,13 +367,14 @@ class Store:
         """
         with self.db.transaction():
             taken = self.db.execute(
-                "UPDATE runs SET status = 'running', host = :host, pid = :pid "
+                "UPDATE runs SET status = 'running', host = :host, pid = :pid, holder = :holder "
                 "WHERE id = :id AND status = :was AND host = :was_host AND pid = :was_pid "
                 "RETURNING id",
                 {
                     "id": run.id,
                     "host": socket.gethostname(),
                     "pid": os.getpid(),
+                    "holder": identity(os.getpid()),
                     "was": run.status,
                     "was_host": run.host,
                     "was_pid": run.pid,
