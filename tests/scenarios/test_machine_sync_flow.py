@@ -683,6 +683,24 @@ def test_status_of_an_empty_store_says_nothing_was_applied_not_converged(world: 
     assert "converged" not in human.out
 
 
+def test_status_after_a_first_run_cancelled_before_any_change_says_nothing_was_applied(
+    world: World,
+) -> None:
+    profile = str(world.write("f.toml", ONE_FILE_A))
+    cancelled = world.run(
+        "apply",
+        profile,
+        "--root",
+        str(world.root),
+        "--yes",
+        env={"TRUEUP_CRASH_AT": "run-started:1:SIGTERM"},
+    )
+    assert "nothing was changed" in cancelled.err, cancelled.out + cancelled.err
+    status = world.run("status", "--json")
+    assert (status.code, status.json["status"]) == (0, "nothing-applied"), status.out
+    assert "nothing applied yet" in world.run("status").out
+
+
 def test_live_status_with_changes_to_apply_is_not_called_converged(world: World) -> None:
     profile = world.write("f.toml", ONE_FILE_A)
     status = world.run("status", str(profile), "--root", str(world.root), "--json")

@@ -119,7 +119,7 @@ def _recorded(out: Output, engine: Any) -> int:
         "blocked"
         if blocked
         else "nothing-applied"  # no record of anything: "converged" would claim a check
-        if not targets
+        if not any(t["resources"] or t["drift"] or t["last_run"] for t in targets)
         else "queued"  # a worker will apply it: not converged yet, nothing to do either
         if waiting and worst is Outcome.CONVERGED
         else worst.value
