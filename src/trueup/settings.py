@@ -71,8 +71,22 @@ class Settings:
             state_url=url,
             max_file_bytes=max_file_bytes or DEFAULT_MAX_FILE_BYTES,
             actor=actor or os.environ.get("TRUEUP_ACTOR") or _os_user(),
-            batch_size=int(os.environ.get("TRUEUP_BATCH_SIZE") or DEFAULT_BATCH_SIZE),
+            batch_size=_positive_env("TRUEUP_BATCH_SIZE", DEFAULT_BATCH_SIZE),
         )
+
+
+def _positive_env(name: str, default: int) -> int:
+    """A whole number > 0 from the environment, or a usage error naming the variable."""
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"{name}={text!r} is not a whole number above 0", hint=f"unset {name}")
+    return value
 
 
 def _embedded_url(data: Path) -> str:
