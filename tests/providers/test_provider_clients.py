@@ -147,6 +147,9 @@ def test_secret_store_falls_back_to_an_owner_only_file(tmp_path: Path) -> None:
     assert (tmp_path / "secrets").stat().st_mode & 0o777 == 0o700
     assert store.get(ref) == "s3cret-value-xyz" and store.has(ref)
     assert not store.has("file:nothing-here")
+    # Stored and never recorded (a crash in between): found again by its name.
+    assert store.find("acme/zitadel/portal/web/client-secret") == ref
+    assert store.find("acme/zitadel/portal/other/client-secret") is None
 
 
 @pytest.mark.parametrize("name", ["cloudflare", "coolify", "zitadel"])

@@ -70,6 +70,17 @@ class SecretStore:
     def has(self, ref: str | None) -> bool:
         return bool(ref) and self.get(ref or "") is not None
 
+    def find(self, name: str) -> str | None:
+        """The reference of a secret stored under ``name``, wherever ``put`` put it.
+
+        For a secret stored and then not recorded (the process stopped in between):
+        its name is all that is known of it.
+        """
+        refs = [f"file:{name}"]
+        if self._keyring_works():
+            refs.insert(0, f"keyring:{SERVICE}/{name}")
+        return next((ref for ref in refs if self.has(ref)), None)
+
     def _keyring_works(self) -> bool:
         if self._keyring is None:
             try:

@@ -1,9 +1,11 @@
 """ZITADEL kinds for OIDC applications and project grants.
 
 An OIDC app's client secret is shown once, by the create call: it goes
-straight to the secret store and only its reference is recorded. When trueup
-holds no secret for an app (it crashed before storing it, or the app existed
-before trueup), a new secret can be issued, which invalidates any old one.
+straight to the secret store, under a name that holds the app's id, and only
+its reference is recorded (a crash in between leaves it found by that name).
+When trueup holds no secret for an app (it crashed before storing it, or the
+app existed before trueup), a new secret can be issued, which invalidates any
+old one.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from trueup.kinds.base import Decision, ObserveContext
-from trueup.model import ActionType, Applied, Observed, Resource
+from trueup.model import Action, ActionType, Applied, Observed, Resource
 from trueup.providers.http import ProviderError, gone_is_none
 from trueup.providers.remote import RemoteKind, applied_record, recorded_id
 from trueup.providers.zitadel.session import ZitadelSession
@@ -114,9 +116,15 @@ class OidcAppKind(RemoteKind):
         applied = applied_record(ctx, resource.id)
         ref = applied.detail.get("secret_ref") if applied else None
         stored = session.secrets.has(ref) if isinstance(ref, str) else False
-        return Observed(
-            observed.state, observed.digest, {**observed.detail, "secret_stored": stored}
-        )
+        detail = {**observed.detail, "secret_stored": stored}
+        if not stored:
+            # Stored by a create (or a rotation) that stopped before its reference
+            # was recorded: found by this very app's name for it, and recorded then.
+            _, app = _split(observed.detail.get("id"))
+            found = session.secrets.find(self._secret_name(resource, session, app)) if app else None
+            if found is not None:
+                detail.update(secret_stored=True, unrecorded_secret=found)
+        return Observed(observed.state, observed.digest, detail)
 
     def plan(
         self,
@@ -126,6 +134,10 @@ class OidcAppKind(RemoteKind):
         force: bool = False,
     ) -> Decision:
         decision = super().plan(resource, observed, applied, force)
+        if resource is not None and decision.type is ActionType.NO_OP and applied is not None:
+            taken = self._secret_taken(observed)
+            if taken is not None:
+                return taken
         if (
             resource is None
             or decision.type is not ActionType.NO_OP
@@ -152,19 +164,40 @@ class OidcAppKind(RemoteKind):
             destroys=True,
         )
 
+    def unrecorded(self, resource: Resource, observed: Observed) -> Decision | None:
+        return self._secret_taken(observed) or super().unrecorded(resource, observed)
+
+    def _secret_taken(self, observed: Observed) -> Decision | None:
+        """Record a secret trueup stored but never recorded (see ``observe``)."""
+        ref = observed.detail.get("unrecorded_secret")
+        if not ref:
+            return None
+        return Decision(
+            ActionType.VERIFY_ONLY,
+            "up to date; the client secret trueup stored before it was stopped is recorded",
+            {"op": "take", "id": observed.detail.get("id"), "secret_ref": ref},
+        )
+
+    def record(self, action: Action, resource: Resource) -> Mapping[str, Any] | None:
+        detail = super().record(action, resource)
+        ref = action.payload.get("secret_ref")
+        return {**detail, "secret_ref": ref} if detail is not None and ref else detail
+
     def read_back(
         self, resource: Resource, object_id: str | None, session: ZitadelSession
     ) -> JSON | None:
         return _read_in_project(session.read.app, session, object_id)
 
-    def _secret_name(self, resource: Resource, session: ZitadelSession) -> str:
-        """Scoped by the ZITADEL organization: moving the issuer to a new one must not
-        overwrite the secret the apps of the old one still use. (A record keeps its
-        own ``secret_ref``, so secrets stored under an older name are still found.)"""
+    def _secret_name(self, resource: Resource, session: ZitadelSession, app_id: str) -> str:
+        """Scoped by the ZITADEL organization and by the app's id: moving the issuer to
+        a new one must not overwrite the secret the apps of the old one still use, and
+        the name finds the secret of exactly this app when its reference was never
+        recorded. (A record keeps its own ``secret_ref``, so secrets stored under an
+        older name are still found.)"""
         spec = resource.spec
         return (
             f"{session.secret_prefix}/zitadel/{session.org_id}/{spec['project']}/"
-            f"{spec['name']}/client-secret"
+            f"{spec['name']}/{app_id}/client-secret"
         )
 
     def create(
@@ -182,7 +215,7 @@ class OidcAppKind(RemoteKind):
             if not secret:  # found an existing app: its secret was never shown to us
                 secret = session.write.new_client_secret(session.org_id, project, app_id)
             learned["secret_ref"] = session.secrets.put(
-                self._secret_name(resource, session), str(secret)
+                self._secret_name(resource, session, app_id), str(secret)
             )
         return learned
 
@@ -200,7 +233,7 @@ class OidcAppKind(RemoteKind):
             return super().act(op, resource, payload, session)
         project, app = _split(payload["id"])
         secret = session.write.new_client_secret(session.org_id, project, app)
-        ref = session.secrets.put(self._secret_name(resource, session), secret)
+        ref = session.secrets.put(self._secret_name(resource, session, app), secret)
         return {"id": payload["id"], "secret_ref": ref}
 
     def delete(
