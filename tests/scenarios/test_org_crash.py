@@ -147,6 +147,17 @@ def test_a_recovery_a_provider_stops_is_audited_and_can_be_tried_again(org: OrgW
     assert inventory(org.fakes) == EXPECTED
 
 
+def test_org_status_shows_a_first_run_killed_and_abandoned(org: OrgWorld) -> None:
+    """Its steps made things at the providers: "no org applied yet" would hide them."""
+    kill_at(org, "mutated:5")
+    assert org.run("abandon").code == 0
+    shown = org.run("org", "status")
+    assert shown.code == 7, shown.out + shown.err
+    assert "abandoned" in shown.out and "no org applied yet" not in shown.out
+    listed = org.run("org", "status", "--json")
+    assert [o["outcome"] for o in listed.json["data"]["orgs"]] == ["abandoned"]
+
+
 def _start_apply(org: OrgWorld) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [TRUEUP, "org", "apply", org.path, "--confirm", "Acme Inc"],

@@ -465,7 +465,18 @@ class OrgEngine:
         rows = self.store.db.execute("SELECT target_key FROM org_states ORDER BY target_key")
         keys = [str(r[0]) for r in rows if self.base.may_see(str(r[0]))]
         found = [(key, load_state(self.store, key)) for key in keys]
-        return [(key, state) for key, state in found if state is not None]
+        states = [(key, state) for key, state in found if state is not None]
+        # A first run killed before it finished left no state, but its steps may
+        # have made things at the providers: its org is shown, with that run.
+        known = {key for key, _ in states}
+        for key in self.store.targets():
+            if key.startswith("org:") and key not in known and self.base.may_see(key):
+                run = self.store.last_run(key)
+                if run is not None:
+                    states.append(
+                        (key, OrgState(run.target.id, run_id=run.id, outcome=run.outcome))
+                    )
+        return sorted(states, key=lambda pair: pair[0])
 
     def blocked_runs(self) -> list[RunInfo]:
         """Unfinished org runs the actor may see."""
