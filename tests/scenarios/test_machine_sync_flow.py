@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from world import TRUEUP, World
+from world import TRUEUP, Result, World
 
 PROFILE = """
 [profile]
@@ -687,14 +687,7 @@ def test_status_after_a_first_run_cancelled_before_any_change_says_nothing_was_a
     world: World,
 ) -> None:
     profile = str(world.write("f.toml", ONE_FILE_A))
-    cancelled = world.run(
-        "apply",
-        profile,
-        "--root",
-        str(world.root),
-        "--yes",
-        env={"TRUEUP_CRASH_AT": "run-started:1:SIGTERM"},
-    )
+    cancelled = _apply_stopped_at(world, profile, "run-started:1:SIGTERM")
     assert "nothing was changed" in cancelled.err, cancelled.out + cancelled.err
     status = world.run("status", "--json")
     assert (status.code, status.json["status"]) == (0, "nothing-applied"), status.out
@@ -709,6 +702,12 @@ def test_live_status_with_changes_to_apply_is_not_called_converged(world: World)
         "changes-pending; 1 pending change(s)"
         in world.run("status", str(profile), "--root", str(world.root)).out
     )
+
+
+def _apply_stopped_at(world: World, profile: str, crash_at: str) -> Result:
+    """``apply --yes`` of ``profile``, stopped at a crash point (``point[:n[:SIGNAL]]``)."""
+    env = {"TRUEUP_CRASH_AT": crash_at}
+    return world.run("apply", profile, "--root", str(world.root), "--yes", env=env)
 
 
 ONE_FILE_A = '[profile]\nid = "s"\nname = "S"\n[[resource]]\nid = "a"\nkind = "file"\ntarget = "a.txt"\ncontent = "A\\n"\n'
@@ -732,14 +731,7 @@ def test_a_broken_state_file_is_named_not_called_a_bug(world: World) -> None:
 
 def test_a_live_status_of_a_target_another_run_holds_says_blocked(world: World) -> None:
     profile = str(world.write("f.toml", ONE_FILE_A))
-    crashed = world.run(
-        "apply",
-        profile,
-        "--root",
-        str(world.root),
-        "--yes",
-        env={"TRUEUP_CRASH_AT": "journal-running"},
-    )
+    crashed = _apply_stopped_at(world, profile, "journal-running")
     assert crashed.code == -9
     live = world.run("status", profile, "--root", str(world.root))
     assert live.code == 4 and "trueup recover" in live.err, live.out + live.err
