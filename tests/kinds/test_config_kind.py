@@ -199,6 +199,22 @@ def test_a_key_reached_through_a_yaml_alias_needs_a_person(machine: Machine) -> 
     assert machine.path("c/app.yaml").read_text() == text, "defaults.color is not changed"
 
 
+@pytest.mark.parametrize("later", ['"t.x" = 1', None], ids=["key-dropped", "resource-dropped"])
+def test_a_key_trueup_set_that_a_person_shares_through_an_anchor_is_not_removed(
+    machine: Machine, later: str | None
+) -> None:
+    """Removing it from the shared mapping would change the person's key too."""
+    machine.put("c/app.yaml", "a: 1\n")
+    machine.converge(config("c/app.yaml", '"t.x" = 1, "t.y" = 2'))
+    shared = "a: 1\nt: &T\n  x: 1\n  'y': 2\nu: *T\n"
+    machine.put("c/app.yaml", shared)
+    body = config("c/app.yaml", later) if later else OTHER
+    action = machine.action(body, "c")
+    assert action.type is T.HUMAN_ACTION and "inside the YAML anchor &T" in action.summary
+    machine.apply(body)
+    assert machine.path("c/app.yaml").read_text() == shared
+
+
 @pytest.mark.parametrize(
     ("target", "before"),
     [

@@ -298,6 +298,9 @@ class ConfigKind(Kind):
             detail["open_end"] = entry.digest
         if inherited:
             detail["inherited"] = inherited
+        anchored = doc.anchored()
+        if anchored:
+            detail["anchored"] = anchored
         return Observed(
             "file", keys_digest(declared), {**detail, "shared": shared} if shared else detail
         )
@@ -357,6 +360,15 @@ class ConfigKind(Kind):
         before = set(applied.detail.get("before", ())) if applied else set()
         kept += sorted(k for k in unset if k in before)
         unset = [k for k in unset if k not in before]
+        anchored: Mapping[str, str] = observed.detail.get("anchored", {})
+        through = sorted(k for k in unset for a in anchored if _inside(k, a))
+        if through:
+            anchor = next(anchored[a] for a in anchored if _inside(through[0], a))
+            return Decision(
+                ActionType.HUMAN_ACTION,
+                f"cannot remove {through[0]}: it is inside the YAML anchor {anchor}, which "
+                "other keys share (removing it would change them too); edit the file by hand",
+            )
         # A value trueup set and no longer declares makes way for the table now declared.
         blocked = _blocked_keys(declared, flat, {_spelt(k) for k in unset})
         if blocked:

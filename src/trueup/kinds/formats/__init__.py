@@ -424,6 +424,11 @@ class BaseDocument(ABC):
         """Whether the value at ``path`` comes from elsewhere (a YAML merge key)."""
         return False
 
+    def anchored(self) -> dict[str, str]:
+        """Every mapping that other keys share (a YAML anchor), by dotted path: a
+        key removed inside one is removed from all of them."""
+        return {}
+
     # the protocol -----------------------------------------------------------------
 
     def get(self, path: KeyPath) -> object:

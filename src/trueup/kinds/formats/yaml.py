@@ -678,6 +678,23 @@ class YamlDocument(BaseDocument):
                 return f"&{anchor}"
         return None
 
+    def anchored(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        seen: set[int] = set()
+
+        def walk(node: object, path: KeyPath) -> None:
+            if not isinstance(node, CommentedMap) or id(node) in seen:
+                return  # an alias repeats a node already walked
+            seen.add(id(node))
+            anchor = getattr(getattr(node, "anchor", None), "value", None)
+            if anchor is not None and path:
+                found[format_key_path(path)] = f"&{anchor}"
+            for key in _own_keys(node):
+                walk(node[key], (*path, _key_text(key)))
+
+        walk(self._data, ())
+        return found
+
     # writing ----------------------------------------------------------------------
 
     def _replace(self, path: KeyPath, value: object) -> None:
@@ -707,6 +724,12 @@ class YamlDocument(BaseDocument):
             parent = parent[key]
 
     def _remove(self, path: KeyPath) -> None:
+        shared = self.shared_by(path)
+        if shared is not None:  # planned as a person's step; never removed silently
+            raise KeyPathError(
+                f"cannot remove {format_key_path(path)}: it is inside the YAML anchor {shared}, "
+                "which other keys share"
+            )
         grandparent: CommentedMap | None = None
         parent = self._data
         for segment in path[:-1]:
