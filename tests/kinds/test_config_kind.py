@@ -127,6 +127,19 @@ def test_a_dropped_key_is_removed_only_if_trueup_owned_it_unchanged(machine: Mac
     assert '"a": 5' in machine.path(target).read_text()
 
 
+def test_a_dropped_resource_whose_keys_were_all_changed_says_what_it_leaves(
+    machine: Machine,
+) -> None:
+    machine.put("c/s.json", '{\n  "mine": 1\n}\n')
+    machine.converge(config("c/s.json", '"a" = 1'))
+    machine.put("c/s.json", machine.path("c/s.json").read_text().replace('"a": 1', '"a": 5'))
+    action = machine.action(OTHER, "c")
+    assert action.type is T.REMOVE_RESOURCE
+    assert "left a as they are (changed since" in action.summary
+    machine.converge(OTHER)
+    assert '"a": 5' in machine.path("c/s.json").read_text()
+
+
 def test_replace_makes_the_file_exactly_the_declared_keys(machine: Machine) -> None:
     target = "c/s.json"
     machine.put(target, '{\n  "mine": 1,\n  "keep": 2\n}\n')

@@ -420,7 +420,15 @@ class ConfigKind(Kind):
         theirs = _replaced_keys(flat, changes, owned)
         if not changes and not unset and not extra:
             if resource is None:
-                return Decision(ActionType.REMOVE_RESOURCE, "forget (no keys left to remove)")
+                left = (
+                    f": left {', '.join(kept)} as they are (changed since, or there before "
+                    "trueup), the person's from now on"
+                    if kept
+                    else ""
+                )
+                return Decision(
+                    ActionType.REMOVE_RESOURCE, f"forget (no keys left to remove){left}"
+                )
             released = sorted(
                 k for k in set(owned) - set(declared) if not any(_inside(k, d) for d in declared)
             )
