@@ -590,3 +590,26 @@ def test_a_line_appended_after_trueups_keys_keeps_its_newline_when_they_go(
     machine.put("c/c.toml", machine.path("c/c.toml").read_text() + "c = 3\n")
     machine.apply(OTHER)
     assert machine.path("c/c.toml").read_text() == "a = 1\nc = 3\n"
+
+
+@pytest.mark.parametrize(
+    ("target", "text", "keys"),
+    [
+        ("c/c.toml", "[t]\nb = 2\n[u]\nc = 1\n", '"t.x.n" = 1'),  # a sub-table mid-file
+        ("c/c.toml", "a = 1\n[t]\nb = 2", '"new.k" = 1'),  # no final newline
+        ("c/c.toml", "[t]\nb = 2\n\n# end of file\n", '"new.k" = 1'),
+        ("c/c.toml", "a = 1\n\n\n", '"new.k" = 1'),  # trailing blank lines
+        ("c/c.yaml", "a: 1\n\n\n", '"new.k" = 1'),
+        ("c/c.json", '{"a": 1}', '"new.k" = 1'),
+    ],
+    ids=["sub-table", "open-end", "end-comment", "trailing-blanks", "yaml", "json"],
+)
+def test_a_file_trueups_keys_leave_is_given_back_byte_for_byte(
+    machine: Machine, target: str, text: str, keys: str
+) -> None:
+    """The spacing trueup put around its keys goes with them."""
+    machine.put(target, text)
+    machine.converge(config(target, keys))
+    assert machine.path(target).read_text() != text
+    machine.converge(OTHER)
+    assert machine.path(target).read_text() == text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import reprlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -35,6 +35,7 @@ from trueup.kinds.content import text_diff
 from trueup.kinds.formats import (
     MAX_KEY_DEPTH,
     MISSING,
+    ConfigDocument,
     ConfigError,
     KeyPathError,
     UnsupportedValueError,
@@ -292,10 +293,6 @@ class ConfigKind(Kind):
             if value is not MISSING and doc.inherited(key_path):
                 inherited.append(key)
         detail = {"declared": declared, "flat": flat, "file_digest": entry.digest}
-        if text and not text.endswith("\n"):
-            # No final newline: the one trueup adds goes again, if that gives the file
-            # back as it was (a line a person appended since keeps its newline).
-            detail["open_end"] = entry.digest
         if inherited:
             detail["inherited"] = inherited
         anchored = doc.anchored()
@@ -457,9 +454,14 @@ class ConfigKind(Kind):
             payload["foreign"] = foreign
         if kept_before:
             payload["before"] = kept_before
-        open_end = (applied.detail if applied else observed.detail).get("open_end")
-        if open_end:
-            payload["open_end"] = open_end
+        # The file as it was before trueup first wrote in it, by its digest (see _edit).
+        original = (
+            applied.detail.get("original", applied.detail.get("open_end"))
+            if applied
+            else observed.detail.get("file_digest")
+        )
+        if original:
+            payload["original"] = original
         if resource is None:
             note = (
                 f"; left key(s) {', '.join(kept)} (changed since, or there before trueup)"
@@ -532,12 +534,11 @@ class ConfigKind(Kind):
         for key, value in payload.get("set", {}).items():
             doc.set(parse_key_path(key), value)
         text = str(doc.to_text())
-        open_end = payload.get("open_end")
-        if action.type is ActionType.REMOVE_RESOURCE and open_end:
-            # The file had no final newline before trueup's first key: none again.
-            closed = text.removesuffix("\r\n" if text.endswith("\r\n") else "\n")
-            if open_end is True or sha256_bytes(closed.encode("utf-8")) == open_end:
-                text = closed  # (True: recorded before the file's digest was)
+        original = payload.get("original")
+        if original is True and action.type is ActionType.REMOVE_RESOURCE:
+            # Recorded by an older trueup: the file had no final newline before trueup's
+            # first key, so none again.
+            text = text.removesuffix("\r\n" if text.endswith("\r\n") else "\n")
         gap = "\r\n\r\n" if "\r\n" in current else "\n\n"
         if text.endswith(gap) and not current.endswith(gap):
             # A deleted or replaced last table leaves the blank line that set it apart;
@@ -545,7 +546,29 @@ class ConfigKind(Kind):
             trimmed = text.rstrip("\r\n") + ("\r\n" if "\r\n" in current else "\n")
             if same_value(self._load(resource, trimmed).keys_flat(), doc.keys_flat()):
                 text = trimmed
+        if isinstance(original, str):
+            return self._as_it_was(resource, text, original, doc) or text
         return text
+
+    def _as_it_was(
+        self, resource: Resource, text: str, original: str, doc: ConfigDocument
+    ) -> str | None:
+        """``text`` give or take one blank line or its final newline, when that is the file
+        exactly as it was before trueup first wrote in it (``original``, its digest).
+
+        Once trueup's keys are gone, the spacing it put around them (a blank line
+        before a table, a final newline) goes too, and the file is given back
+        byte for byte; a file changed in any other way since is left as edited.
+        """
+        if len(text) > _AS_IT_WAS_MAX or sha256_bytes(text.encode("utf-8")) == original:
+            return None
+        newline = "\r\n" if "\r\n" in text else "\n"
+        for candidate in _one_line_apart(text, newline):
+            if sha256_bytes(candidate.encode("utf-8")) == original and same_value(
+                self._load(resource, candidate).keys_flat(), doc.keys_flat()
+            ):
+                return candidate
+        return None
 
     def _outcome(
         self, action: Action, resource: Resource, fs: ReadOnlyFS, path: Path
@@ -585,7 +608,7 @@ class ConfigKind(Kind):
         detail: dict[str, Any] = {
             "keys": {k: value_digest(v) for k, v in resource.spec["keys"].items()}
         }
-        for key in ("tables", "foreign", "before", "open_end"):
+        for key in ("tables", "foreign", "before", "original"):
             if action.payload.get(key):
                 detail[key] = action.payload[key]
         if action.payload.get("file_made"):
@@ -654,6 +677,22 @@ def _loses_a_comment(before: str, after: str) -> bool:
     remaining = Counter(after.splitlines())
     comments = Counter(line for line in before.splitlines() if line.lstrip().startswith("#"))
     return any(remaining[line] < count for line, count in comments.items())
+
+
+#: Larger files are not searched for their former spacing (see ConfigKind._as_it_was).
+_AS_IT_WAS_MAX = 256 * 1024
+
+
+def _one_line_apart(text: str, newline: str) -> Iterator[str]:
+    """``text`` with one blank line more or less somewhere, or its final newline toggled."""
+    yield text.removesuffix(newline) if text.endswith(newline) else text + newline
+    at = text.find(newline)
+    while at != -1:
+        after = at + len(newline)
+        yield text[:after] + newline + text[after:]
+        if text.startswith(newline, after):
+            yield text[:after] + text[after + len(newline) :]
+        at = text.find(newline, after)
 
 
 def _inside(key: str, declared: str) -> bool:
