@@ -613,3 +613,22 @@ def test_a_file_trueups_keys_leave_is_given_back_byte_for_byte(
     assert machine.path(target).read_text() != text
     machine.converge(OTHER)
     assert machine.path(target).read_text() == text
+
+
+def test_a_key_inside_a_persons_flow_mapping_over_several_lines_needs_a_person(
+    machine: Machine,
+) -> None:
+    """ruamel writes a flow mapping on one line: the person's layout and comments
+    inside it would be lost for good."""
+    text = "a: 1\nt: {\n  x: 1,  # why x\n  y: 2\n}\n"
+    machine.put("c/app.yaml", text)
+    body = config("c/app.yaml", '"t.n" = 3')
+    action = machine.action(body, "c")
+    assert action.type is T.HUMAN_ACTION
+    assert "t is a flow mapping written over several lines" in action.summary
+    machine.apply(body)
+    assert machine.path("c/app.yaml").read_text() == text
+    one_line = "a: 1\nt: {x: 1, y: 2}\n"  # on one line, nothing is lost: set as usual
+    machine.put("c/app.yaml", one_line)
+    machine.converge(body)
+    assert machine.load("c/app.yaml")["t"] == {"x": 1, "y": 2, "n": 3}

@@ -295,9 +295,9 @@ class ConfigKind(Kind):
         detail = {"declared": declared, "flat": flat, "file_digest": entry.digest}
         if inherited:
             detail["inherited"] = inherited
-        anchored = doc.anchored()
-        if anchored:
-            detail["anchored"] = anchored
+        kept_whole = doc.kept_whole()
+        if kept_whole:
+            detail["kept_whole"] = kept_whole
         return Observed(
             "file", keys_digest(declared), {**detail, "shared": shared} if shared else detail
         )
@@ -357,15 +357,9 @@ class ConfigKind(Kind):
         before = set(applied.detail.get("before", ())) if applied else set()
         kept += sorted(k for k in unset if k in before)
         unset = [k for k in unset if k not in before]
-        anchored: Mapping[str, str] = observed.detail.get("anchored", {})
-        through = sorted(k for k in unset for a in anchored if _inside(k, a))
-        if through:
-            anchor = next(anchored[a] for a in anchored if _inside(through[0], a))
-            return Decision(
-                ActionType.HUMAN_ACTION,
-                f"cannot remove {through[0]}: it is inside the YAML anchor {anchor}, which "
-                "other keys share (removing it would change them too); edit the file by hand",
-            )
+        blocked_edit = _kept_whole(observed, "remove", unset)
+        if blocked_edit is not None:
+            return blocked_edit
         # A value trueup set and no longer declares makes way for the table now declared.
         blocked = _blocked_keys(declared, flat, {_spelt(k) for k in unset})
         if blocked:
@@ -391,6 +385,9 @@ class ConfigKind(Kind):
                 resource,
             )
         changes = {k: v for k, v in declared.items() if k not in live or not _same(live[k], v)}
+        blocked_edit = _kept_whole(observed, "set", changes)
+        if blocked_edit is not None:
+            return blocked_edit
         inherited = set(observed.detail.get("inherited", ()))
         took = {
             k
@@ -677,6 +674,19 @@ def _loses_a_comment(before: str, after: str) -> bool:
     remaining = Counter(after.splitlines())
     comments = Counter(line for line in before.splitlines() if line.lstrip().startswith("#"))
     return any(remaining[line] < count for line, count in comments.items())
+
+
+def _kept_whole(observed: Observed, verb: str, keys: Iterable[str]) -> Decision | None:
+    """A person's step: a key to ``verb`` inside a mapping an edit would change beyond
+    that key (``ConfigDocument.kept_whole``)."""
+    whole: Mapping[str, str] = observed.detail.get("kept_whole", {})
+    for key in sorted(keys):
+        why = next((whole[place] for place in whole if _inside(key, place)), None)
+        if why is not None:
+            return Decision(
+                ActionType.HUMAN_ACTION, f"cannot {verb} {key}: {why}; edit the file by hand"
+            )
+    return None
 
 
 #: Larger files are not searched for their former spacing (see ConfigKind._as_it_was).

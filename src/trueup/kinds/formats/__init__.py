@@ -424,9 +424,10 @@ class BaseDocument(ABC):
         """Whether the value at ``path`` comes from elsewhere (a YAML merge key)."""
         return False
 
-    def anchored(self) -> dict[str, str]:
-        """Every mapping that other keys share (a YAML anchor), by dotted path: a
-        key removed inside one is removed from all of them."""
+    def kept_whole(self) -> dict[str, str]:
+        """Mappings that a key set or removed inside would change beyond that key, by
+        dotted path, each with the reason (a YAML anchor other keys share, a flow
+        mapping written over several lines): those edits are a person's."""
         return {}
 
     # the protocol -----------------------------------------------------------------

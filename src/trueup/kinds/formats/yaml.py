@@ -678,7 +678,7 @@ class YamlDocument(BaseDocument):
                 return f"&{anchor}"
         return None
 
-    def anchored(self) -> dict[str, str]:
+    def kept_whole(self) -> dict[str, str]:
         found: dict[str, str] = {}
         seen: set[int] = set()
 
@@ -688,7 +688,15 @@ class YamlDocument(BaseDocument):
             seen.add(id(node))
             anchor = getattr(getattr(node, "anchor", None), "value", None)
             if anchor is not None and path:
-                found[format_key_path(path)] = f"&{anchor}"
+                found[format_key_path(path)] = (
+                    f"it is inside the YAML anchor &{anchor}, which other keys share "
+                    "(the edit would change them too)"
+                )
+            elif path and node.fa.flow_style() and _spans_lines(node):
+                found[format_key_path(path)] = (
+                    f"{format_key_path(path)} is a flow mapping written over several lines, "
+                    "which trueup would rewrite on one line (losing its comments)"
+                )
             for key in _own_keys(node):
                 walk(node[key], (*path, _key_text(key)))
 
@@ -821,6 +829,14 @@ def _ends_document(text: str) -> bool:
     """Whether the file's last line with anything on it is a ``...`` document end."""
     lines = [line for line in text.splitlines() if line.strip()]
     return bool(lines) and lines[-1].strip() == "..."
+
+
+def _spans_lines(node: CommentedMap) -> bool:
+    """Whether a mapping read from the file goes on past the line it starts on."""
+    start = getattr(node.lc, "line", None)
+    if start is None:
+        return False
+    return any(node.lc.key(key)[0] != start for key in node if key in node.lc.data)
 
 
 def _with_newline(text: str, newline: str) -> str:
