@@ -378,6 +378,29 @@ class ReadOnlyFS:
             return Entry("directory")
         return Entry("special")
 
+    def listing(self, root: Path | str, most: int) -> list[str] | None:
+        """Relative paths of everything below ``root``, folders too, read from names
+        only; ``None`` past ``most`` entries (or where a folder cannot be read)."""
+        found: list[str] = []
+        folders = [(os.fspath(root), "")]
+        while folders:
+            base, prefix = folders.pop()
+            self.lstat(base)  # a folder's stat changes when entries come or go: a witness
+            try:
+                scan = os.scandir(base)
+            except OSError:
+                return None
+            with scan as entries:
+                for item in entries:
+                    if TEMP_MARK in item.name:
+                        continue
+                    found.append(prefix + item.name)
+                    if len(found) > most:
+                        return None
+                    if item.is_dir(follow_symlinks=False):
+                        folders.append((item.path, prefix + item.name + "/"))
+        return sorted(found)
+
     def walk(self, root: Path | str, big: bool = False) -> dict[str, Entry]:
         """Every entry below ``root`` by relative POSIX path, one scandir per folder.
 
@@ -572,7 +595,11 @@ class WritableFS(ReadOnlyFS):
         self._removals.append(os.fspath(path))
         self._outcomes[os.fspath(path)] = ABSENT_OUTCOME
         if prune_up_to is not None:
-            self._prunes.append((os.path.dirname(os.fspath(path)), os.fspath(prune_up_to)))
+            self.prune(os.path.dirname(os.fspath(path)), prune_up_to)
+
+    def prune(self, folder: Path | str, stop: Path | str) -> None:
+        """Stage removing ``folder`` and its parents, while empty, up to and including ``stop``."""
+        self._prunes.append((os.fspath(folder), os.fspath(stop)))
 
     def _owner(self, final: str, current: os.stat_result | None) -> tuple[int, int] | None:
         """Whose the written file is to be, when trueup runs as root (sudo, a worker

@@ -152,6 +152,10 @@ HANDED_OVER = "handed_over"
 # The payload key of a write whose kind creates what it writes exclusively (the
 # rename refuses anything found there): the executor need not look again first.
 EXCLUSIVE = "exclusive"
+# The payload key of a dropped id's removal that must leave a declared target's place
+# empty (a file moved up to its folder's name, "a/b" to "a"): the folders the removal
+# empties go with it, up to and including that place, before anything is written there.
+FREES = "frees"
 
 
 @dataclass(frozen=True, slots=True)

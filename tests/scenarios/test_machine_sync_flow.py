@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from world import TRUEUP, Result, World
 
+from trueup.fs import TEMP_MARK
+
 PROFILE = """
 [profile]
 id = "workstation"
@@ -1085,3 +1087,49 @@ def test_a_folder_trueup_wrote_becomes_a_file_in_one_apply(
     assert commands.read_text() == "one file\n"
     again = world.run("plan", str(second), "--root", root, "--json")
     assert again.code == 0 and again.json["status"] == "converged", again.out
+
+
+FILES_IN_THE_FOLDER = """[profile]
+id = "r"
+name = "R"
+[[resource]]
+id = "review"
+kind = "file"
+target = ".claude/commands/review.md"
+content = "review\\n"
+[[resource]]
+id = "deep"
+kind = "file"
+target = ".claude/commands/sub/deep.md"
+content = "deep\\n"
+"""
+
+
+@pytest.mark.parametrize(
+    "case", ["ok", "a-persons-file", "fails"], ids=["ok", "a-persons-file", "fails"]
+)
+def test_files_trueup_wrote_in_a_folder_give_way_to_a_file_of_its_name(
+    world: World, case: str
+) -> None:
+    """``a/b`` dropped and ``a`` declared: trueup's files go with the folders they
+    leave empty, then the file comes, in one apply; a person's file in the folder
+    keeps it (a conflict for them), and a failed check puts everything back."""
+    root = str(world.root)
+    first = world.write("r.toml", FILES_IN_THE_FOLDER)
+    assert world.run("apply", str(first), "--root", root, "--yes").code == 0
+    if case == "a-persons-file":
+        world.target(".claude/commands/mine.md").write_text("mine\n")
+    verify = 'verify = { command = ["false"] }\n' if case == "fails" else ""
+    second = world.write("r.toml", A_FILE_THERE + verify)
+    applied = world.run("apply", str(second), "--root", root, "--yes")
+    commands = world.target(".claude/commands")
+    if case == "ok":
+        assert applied.code == 0, applied.out + applied.err
+        assert commands.read_text() == "one file\n"
+        again = world.run("plan", str(second), "--root", root, "--json")
+        assert again.code == 0 and again.json["status"] == "converged", again.out
+        return
+    assert applied.code == (4 if case == "a-persons-file" else 7), applied.out + applied.err
+    assert (commands / "review.md").read_text() == "review\n"
+    assert (commands / "sub/deep.md").read_text() == "deep\n"
+    assert not [p for p in world.root.rglob("*") if TEMP_MARK in p.name]

@@ -25,6 +25,7 @@ stay, the failing one is marked failed, and applying again resumes.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -43,6 +44,7 @@ from trueup.fs import TargetAppeared, WritableFS
 from trueup.kinds.base import INTENT, ApplyContext, ObserveContext
 from trueup.model import (
     EXCLUSIVE,
+    FREES,
     HANDED_OVER,
     Action,
     ActionType,
@@ -259,8 +261,9 @@ class Executor:
         Alone, a remote action is journaled ``running`` right before its call,
         and what the call returned is recorded right after it. A local action
         whose target a removal earlier in the batch frees (a folder declared
-        where a file was) starts a new batch: the removal must be committed
-        before anything is staged at that place.
+        where a file was, or a file where a folder of trueup's files was) starts
+        a new batch: the removal must be committed before anything is staged at
+        that place.
         """
         batch: list[tuple[int, Action]] = []
         freed: set[str] = set()
@@ -268,7 +271,7 @@ class Executor:
             action = item[1]
             if kinds.get(action.kind).restorable:
                 target = self._resource(action).target
-                if freed and within(target, freed):
+                if freed and (within(target, freed) or any(within(f, {target}) for f in freed)):
                     yield batch
                     batch, freed = [], set()
                 batch.append(item)
@@ -297,7 +300,7 @@ class Executor:
                 if action.changes_target
                 else [],
                 self._applied_json(action.resource_id),
-                kinds.get(action.kind).prunes(action),
+                kinds.get(action.kind).prunes(action) or FREES in action.payload,
                 bool(action.payload.get(EXCLUSIVE)),
             )
             for seq, action in batch
@@ -316,6 +319,9 @@ class Executor:
             learned = kinds.get(action.kind).apply(action, self._resource(action), self.ctx)
             if learned is not None:
                 self._checkpoint(seq, action, learned)
+            if FREES in action.payload:  # the folders it empties, up to that place, go too
+                removed = self.ctx.path_str(self._resource(action).target)
+                self.fs.prune(os.path.dirname(removed), self.ctx.path_str(action.payload[FREES]))
         if manifest is not None:
             self.rollback.note_written(manifest, self.fs.outcomes())
             reach("outcomes-noted")

@@ -101,6 +101,9 @@ class Kind:
     #: kept (there is nothing to restore from), a failure leaves a checkpoint,
     #: and each action runs alone so it is journaled before its remote call.
     restorable: ClassVar[bool] = True
+    #: Its target is a folder that other targets may lie in (what trueup wrote there
+    #: under another id is taken over, not removed first).
+    holds_paths: ClassVar[bool] = False
 
     @property
     def default_policy(self) -> str:

@@ -149,6 +149,8 @@ class Markers:
         return before + self.begin + section + self.end + after
 
 
+#: A folder where a file is declared is listed up to this many entries (see observe).
+_LISTED = 64
 # A target planned absent is created exclusively (fs.WritableFS.write).
 _CREATE = {EXCLUSIVE: True}
 
@@ -205,6 +207,10 @@ class FileKind(Kind):
             return ABSENT
         if entry.state == "symlink":
             return Observed("symlink", link_digest(entry.link or ""), {"link": entry.link})
+        if entry.state == "directory":
+            # What is in the way, when it is little: trueup's own dropped files in it
+            # go first, and the file is then written in the folder's place.
+            return Observed("directory", None, {"holds": ctx.fs.listing(path, _LISTED)})
         if entry.state != "file":
             return Observed(entry.state)
         if resource.policy != "append-local":

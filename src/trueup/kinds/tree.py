@@ -251,6 +251,8 @@ def tree_preview(action: Action, most: int = 50) -> str:
 class TreeKind(Kind):
     """What the directory and skill kinds share: everything but observe and plan."""
 
+    holds_paths = True
+
     def declaration_model(self) -> type[BaseModel]:
         return tree_fields()
 

@@ -17,6 +17,7 @@ from trueup.errors import UsageError
 from trueup.kinds.base import Decision
 from trueup.model import (
     ABSENT,
+    FREES,
     HANDED_OVER,
     OVERSIZED,
     Action,
@@ -87,12 +88,13 @@ def compute_plan(
             inherited.setdefault(taker, applied[rid])
     covered = _covered({rid: applied[rid].resource for rid in gone if rid not in heirs}, ordered)
     inherited.update(_adopted(covered, ordered, applied, inherited))
-    clearing = _clearing(covered, {r.id: r.target for r in ordered}, applied, observed, force)
+    clearing = _clearing(covered, {r.id: r for r in ordered}, applied, observed, force)
     cleared = {applied[rid].resource.target for rid in clearing}
+    emptied = {str(d.payload[FREES]) for d in clearing.values() if FREES in d.payload}
     if cleared:  # planned, and checked before it is written, as what the removal leaves
         observed = {
             **observed,
-            **{r.id: ABSENT for r in ordered if within(r.target, cleared)},
+            **{r.id: ABSENT for r in ordered if within(r.target, cleared) or r.target in emptied},
         }
     actions = [
         _action(
@@ -224,7 +226,7 @@ def _covered(dropped: Mapping[str, Resource], declared: Iterable[Resource]) -> d
 
 def _clearing(
     covered: Mapping[str, str],
-    targets: Mapping[str, str],
+    declared: Mapping[str, Resource],
     applied: Mapping[str, Applied],
     observed: Mapping[str, Observed],
     force: frozenset[str],
@@ -234,21 +236,46 @@ def _clearing(
     A dropped file where a folder is declared now (or one above a declared
     target) goes first when its kind's own removal would take it and leave
     nothing there (``Kind.clears``); the declared resource is then planned as
-    absent. One that lies inside a declared target is not in its way: it is
-    handed over. Anything else in the way stays a conflict for a person.
+    absent. One that lies inside a declared folder is not in its way: it is
+    handed over. Those inside a declared file's place go first, with the
+    folders they leave empty (``FREES``), when nothing else is in that folder.
+    Anything else in the way stays a conflict for a person.
     """
-    found = {}
+    found: dict[str, Decision] = {}
+    inside: dict[str, list[str]] = {}  # a declared id -> dropped ids in its place
     for rid, covering in covered.items():
         record = applied[rid]
-        place, declared = record.resource.target, targets[covering]
+        place, resource = record.resource.target, declared[covering]
         seen = observed.get(rid, ABSENT)
-        if seen.state == OVERSIZED or (place != declared and within(place, {declared})):
+        within_it = place != resource.target and within(place, {resource.target})
+        if seen.state == OVERSIZED or (within_it and kinds.get(resource.kind).holds_paths):
             continue
         kind = kinds.get(record.resource.kind)
         decision = kind.plan(None, seen, record, rid in force)
-        if kind.clears(record, decision):
-            found[rid] = decision
+        if not kind.clears(record, decision):
+            continue
+        if within_it:
+            inside.setdefault(covering, []).append(rid)
+            decision = replace(decision, payload={**decision.payload, FREES: resource.target})
+        found[rid] = decision
+    for covering, rids in inside.items():
+        place = declared[covering].target
+        holds = observed.get(covering, ABSENT).detail.get("holds")
+        leaving = {
+            part
+            for rid in rids
+            for part in _and_parents(applied[rid].resource.target.removeprefix(place + "/"))
+        }
+        if holds is None or not set(holds) <= leaving:  # something else is in that folder
+            for rid in rids:
+                del found[rid]
     return found
+
+
+def _and_parents(rel: str) -> list[str]:
+    """``a/b/c`` -> ``a/b/c``, ``a/b``, ``a``."""
+    parts = rel.split("/")
+    return ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
 
 
 def _adopted(
