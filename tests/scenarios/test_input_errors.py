@@ -7,6 +7,7 @@ never as an "internal error" (exit 1), and nothing is changed.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from world import ONE_FILE, Result, World
@@ -23,6 +24,17 @@ def test_a_profile_path_through_a_file_is_a_usage_error(world: World) -> None:
     (world.base / "afile").write_text("")
     path = str(world.base / "afile" / "p.toml")
     refused(world.run("plan", path, "--root", str(world.root)), path, "Not a directory")
+
+
+@pytest.mark.parametrize("command", [["plan"], ["org", "plan"]], ids=["profile", "org"])
+def test_a_declaration_that_is_a_pipe_or_a_device_is_refused_unread(
+    world: World, command: list[str]
+) -> None:
+    """A pipe would be read until somebody writes to it; /dev/zero, until memory ran out."""
+    pipe = world.base / "pipe.toml"
+    os.mkfifo(pipe)
+    for path in (str(pipe), "/dev/zero"):
+        refused(world.run(*command, path, timeout=30), path, "is a pipe, socket or device")
 
 
 def test_a_profile_name_too_long_is_a_usage_error(world: World) -> None:

@@ -3,21 +3,40 @@
 from __future__ import annotations
 
 import json
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from trueup.errors import UsageError
 
+#: Far more than 10,000 resources take (about 1.5 MB as JSON).
+MAX_DECLARATION_BYTES = 64 * 1024 * 1024
 
-def read_document(path: Path) -> dict[str, Any]:
-    """TOML is the documented format; JSON and YAML carry the same model."""
+
+def declaration_bytes(path: Path) -> bytes:
+    """A declaration file's bytes; only a regular file of a sane size is read."""
     try:
-        raw = path.read_bytes()
+        st = path.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(st.st_mode):  # a pipe would be read until written to, forever
+            raise UsageError(f"{path}: is a pipe, socket or device, not a declaration file")
+        if st.st_size > MAX_DECLARATION_BYTES:
+            raise UsageError(
+                f"{path}: is {st.st_size} bytes, over the {MAX_DECLARATION_BYTES} a "
+                "declaration file may be"
+            )
+        return path.read_bytes()
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory, not a declaration file") from None
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """TOML is the documented format; JSON and YAML carry the same model."""
+    raw = declaration_bytes(path)
     suffix = path.suffix.lower()
     too_many = None
     try:

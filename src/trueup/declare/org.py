@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from trueup import __version__
 from trueup.canonical import digest, sha256_hex
-from trueup.declare.files import read_document
+from trueup.declare.files import declaration_bytes, read_document
 from trueup.errors import UsageError
 from trueup.model import Resource
 from trueup.org.declared import App, Chat, Mail, OrgFile, Project, describe_error
@@ -138,8 +138,8 @@ def _cache_file(cache_dir: Path | None, path: Path) -> Path | None:
     if cache_dir is None:
         return None
     try:
-        raw = path.read_bytes()
-    except OSError:
+        raw = declaration_bytes(path)
+    except (OSError, UsageError):
         return None  # _load reports it
     key = sha256_hex(f"{CACHE_FORMAT}\0{path.suffix.lower()}\0".encode() + raw)
     return cache_dir / f"{key}.json"
