@@ -94,6 +94,43 @@ def test_a_queued_profile_apply_is_run_by_a_worker(tmp_path: Path, store_url: st
     assert again.returncode == 0 and "nothing to change" in again.stdout
 
 
+def test_a_killed_workers_apply_is_not_resumed_with_a_profile_changed_since_it_was_queued(
+    tmp_path: Path, store_url: str
+) -> None:
+    """Nobody queued what the profile says now: the job fails as stale, as recover does."""
+    root = tmp_path / "root"
+    root.mkdir()
+    profile = tmp_path / "ws.toml"
+    profile.write_text(PROFILE + SECOND.format(text="as queued"))
+    queued = trueup(
+        tmp_path, store_url, "apply", str(profile), "--root", str(root), "--queue", "--yes"
+    )
+    assert queued.returncode == 0, queued.stderr
+    killed = subprocess.run(
+        [TRUEUP, "worker", "--drain", "--lease", "1"],
+        env={**env(tmp_path, store_url), "TRUEUP_CRASH_AT": "mutated"},
+        capture_output=True,
+        timeout=60,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    profile.write_text(PROFILE + SECOND.format(text="never queued"))
+    time.sleep(1.2)  # the lease runs out
+    out, err = worker(tmp_path, store_url, "--drain", "--lease", "1").communicate(timeout=60)
+    assert "1 failed" in out, out + err
+    listed = trueup(tmp_path, store_url, "jobs", "list")
+    assert "changed after the apply was queued" in listed.stdout, listed.stdout
+    assert not (root / "b.txt").exists() or (root / "b.txt").read_text() == "as queued\n"
+
+
+SECOND = """
+[[resource]]
+id = "b"
+kind = "file"
+target = "b.txt"
+content = "{text}\\n"
+"""
+
+
 def test_a_killed_workers_job_is_taken_over_from_its_checkpoint(
     tmp_path: Path, store: Store, store_url: str
 ) -> None:

@@ -46,6 +46,8 @@ def enqueue_apply(engine: Engine, prepared: Prepared, confirmation: str | None =
             "root": str(prepared.root),
             "force": list(plan.force),
             "plan": plan.digest,
+            # A step resumed after a crash may plan afresh; only for this declaration.
+            "declared": plan.declaration,
         },
         f"apply {prepared.profile.id} on {prepared.root}",
     )
@@ -98,6 +100,9 @@ def apply_profile(ctx: StepContext) -> Mapping[str, Any]:
             hint="compute the plan again and queue it again",
         )
     surprises = unplanned(prepared.plan, journaled)
+    if params.get("declared") not in (None, prepared.plan.declaration):
+        # "create file" reads the same whatever the content: compare what was declared.
+        surprises.insert(0, f"{params['profile']} changed after the apply was queued")
     if surprises:
         raise ConflictError(
             f"the rest of the job is not what it planned any more ({surprises[0]})",
