@@ -137,6 +137,12 @@ class Engine:
                 raise
         return self._actor
 
+    def reauthenticate(self) -> authz.Actor:
+        """``actor`` resolved again: a long-lived process (a worker) notices a token
+        revoked since it started, and stops acting as it."""
+        self._actor = None
+        return self.actor
+
     def access(self, event: str, act: Callable[[], T], detail: Mapping[str, Any]) -> T:
         """Read or change grants and tokens as ``self.actor``; a refusal is audited.
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from trueup import audit
+from trueup.authz import os_actor
 from trueup.execute.runner import Runner, Step
 from trueup.model import Target
 from trueup.state.jobs import JobStore
@@ -223,3 +224,38 @@ def test_a_job_resumed_here_is_audited_like_any_apply(
         run_id,
         {"resumed_here": True},
     )
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_a_worker_whose_token_is_revoked_stops_claiming_jobs(
+    tmp_path: Path, store_url: str
+) -> None:
+    admin = ("grant", "add", os_actor().key, "admin", "*")
+    assert trueup(tmp_path, store_url, *admin).returncode == 0
+    grant = ("grant", "add", "service:deploy", "apply", "profile:ws@*")
+    assert trueup(tmp_path, store_url, *grant).returncode == 0
+    token = trueup(tmp_path, store_url, "token", "create", "service:deploy").stdout.strip()
+    running = subprocess.Popen(
+        [TRUEUP, "worker", "--poll", "0.05"],
+        env={**env(tmp_path, store_url), "TRUEUP_TOKEN": token},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1)  # working, with a valid token
+        assert running.poll() is None, running.communicate()
+        assert trueup(tmp_path, store_url, "token", "revoke", "service:deploy").returncode == 0
+        root = tmp_path / "root"
+        root.mkdir()
+        profile = tmp_path / "ws.toml"
+        profile.write_text(PROFILE)
+        queue = ("apply", str(profile), "--root", str(root), "--queue", "--yes")
+        assert trueup(tmp_path, store_url, *queue).returncode == 0
+        _, err = running.communicate(timeout=30)
+    finally:
+        running.kill()
+    assert running.returncode == 5 and "not a known token" in err, err
+    assert not (root / ".toolrc").exists()
+    (job,) = json.loads(trueup(tmp_path, store_url, "jobs", "list", "--json").stdout)["data"]
+    assert job["status"] == "queued"

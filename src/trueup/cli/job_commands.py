@@ -49,7 +49,13 @@ def worker(
         load_handlers(imports or ())
         engine = _engine(state)
         stop = threading.Event()
-        runner = Worker(engine.store, engine.actor, lease_seconds=lease, poll_seconds=poll)
+        runner = Worker(
+            engine.store,
+            engine.actor,
+            lease_seconds=lease,
+            poll_seconds=poll,
+            identity=engine.reauthenticate,
+        )
         try:
             with stop_on_signals(stop):
                 stats = runner.work(stop, drain=drain, max_jobs=max_jobs)

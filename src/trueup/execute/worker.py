@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
@@ -69,9 +69,12 @@ class Worker:
         actor: authz.Actor,
         lease_seconds: float = DEFAULT_LEASE,
         poll_seconds: float = 1.0,
+        identity: Callable[[], authz.Actor] | None = None,
     ) -> None:
         self.store = store
         self.actor = actor
+        # Resolves the worker's identity again before each job (a revoked token stops it).
+        self.identity = identity
         self.runner = Runner(store, lease_seconds=lease_seconds)
         self.poll_seconds = poll_seconds
 
@@ -86,6 +89,8 @@ class Worker:
         # Jobs this worker may not apply: left queued for one that may.
         not_mine: set[str] = set()
         while not stop.is_set() and (max_jobs is None or done < max_jobs):
+            if self.identity is not None:
+                self.actor = self.identity()  # refused now: the worker stops, claiming nothing
             job = self.runner.claim_next(not_mine)
             if job is None:
                 if drain:
