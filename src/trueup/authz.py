@@ -22,9 +22,9 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
+import re
 import secrets
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Any
 
 from trueup.errors import NotAuthorizedError, UsageError
@@ -174,7 +174,7 @@ def allowed(store: Store, actor: Actor, permission: str, target_key: str) -> boo
     if not rows:
         return True
     return any(
-        who == actor.key and permission in _IMPLIED[perm] and fnmatchcase(target_key, glob)
+        who == actor.key and permission in _IMPLIED[perm] and matches(target_key, glob)
         for who, perm, glob in rows
     )
 
@@ -191,9 +191,8 @@ def require_admin(store: Store, actor: Actor, glob: str = ANY_TARGET) -> None:
     """Admin over ``glob``: every target it can match must fall under the actor's admin globs.
 
     An admin of every target passes. Otherwise the glob's own text must match
-    one of the actor's admin globs, which proves containment only when both use
-    no wildcard but ``*``: ``profile:*[@/srv/]*`` spells a glob that matches
-    every profile, yet its text matches ``profile:*@/srv/*``.
+    one of the actor's admin globs, which proves containment because ``*`` is
+    the only wildcard (``matches``).
     """
     if _is_any(store, actor):
         return
@@ -201,13 +200,10 @@ def require_admin(store: Store, actor: Actor, glob: str = ANY_TARGET) -> None:
         "SELECT target_glob FROM grants WHERE actor = :a AND permission = 'admin'",
         {"a": actor.key},
     )
-    scopes = [str(r[0]) for r in rows if _stars_only(str(r[0]))]
-    if _stars_only(glob) and any(fnmatchcase(glob, scope) for scope in scopes):
+    if any(matches(glob, str(r[0])) for r in rows):
         return
     raise NotAuthorizedError(
-        f"{actor.key} may not administer {glob}",
-        hint="an admin of that scope can do it"
-        + ("" if _stars_only(glob) else " (only '*' may be used as a wildcard by scoped admins)"),
+        f"{actor.key} may not administer {glob}", hint="an admin of that scope can do it"
     )
 
 
@@ -224,8 +220,11 @@ def _is_any(store: Store, actor: Actor) -> bool:
     )
 
 
-def _stars_only(glob: str) -> bool:
-    return not any(c in glob for c in "?[]")
+def matches(target_key: str, glob: str) -> bool:
+    """Whether ``glob`` matches the key, ``*`` its only wildcard: a root may hold ``[``
+    or ``?``, and the grant a refusal suggests (the key itself) must grant that key."""
+    pattern = ".*".join(re.escape(part) for part in glob.split("*"))
+    return re.fullmatch(pattern, target_key, re.DOTALL) is not None
 
 
 # -- managing -------------------------------------------------------------

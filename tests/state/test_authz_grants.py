@@ -122,7 +122,7 @@ def test_a_revoked_token_leaves_its_service_guarded(store: Store) -> None:
     assert authz.resolve_actor(store, None, token).key == "service:deploy"
 
 
-@pytest.mark.parametrize("glob", ["profile:*[@/srv/]*", "profile:?*@/srv/x", "profile:*"])
+@pytest.mark.parametrize("glob", ["profile:*", "*", "profile:*@/srv", "org:*@/srv/*"])
 def test_a_scoped_admin_cannot_grant_beyond_its_scope(store: Store, glob: str) -> None:
     authz.add_grant(store, ROOT, ROOT.key, "admin", "*")
     authz.add_grant(store, ROOT, "service:carol", "admin", "profile:*@/srv/*")
@@ -162,3 +162,16 @@ def test_two_admins_removing_each_other_at_once_leave_one(store_url: str) -> Non
             for missing, by in ((ROOT.key, other), ("service:other", ROOT)):
                 if not any(g.actor == missing for g in admins):
                     authz.add_grant(check, by, missing, "admin", "*")
+
+
+def test_star_is_the_only_wildcard_so_a_key_granted_as_it_is_grants_just_that_key(
+    store: Store,
+) -> None:
+    """A root may be spelt with [ ] or ?: the grant a refusal suggests is the key itself."""
+    authz.add_grant(store, ROOT, ROOT.key, "admin", "*")
+    authz.add_grant(store, ROOT, "service:ci", "apply", "profile:ws@/srv/box[1]")
+    ci = authz.parse_actor("service:ci")
+    assert authz.allowed(store, ci, "apply", "profile:ws@/srv/box[1]")
+    assert not authz.allowed(store, ci, "apply", "profile:ws@/srv/box1")
+    assert authz.matches("profile:ws@/srv/a?b", "profile:*@/srv/a?b")
+    assert not authz.matches("profile:ws@/srv/axb", "profile:*@/srv/a?b")
