@@ -200,6 +200,9 @@ def test_a_failed_job_is_resumed_after_the_fix(
 
     fix.touch()
     assert trueup(tmp_path, store_url, "jobs", "resume", run_id).returncode == 0
+    requeued = audit.entries(store, event="plan.queued")[0]
+    assert (requeued.run_id, requeued.detail) == (run_id, {"resumed": True})
+    assert requeued.actor["type"] == "human", "who re-queued it, not who first queued it"
     out, _ = worker(tmp_path, store_url, "--drain").communicate(timeout=60)
     assert "1 succeeded" in out
     job = JobStore(store).job(run_id)

@@ -159,6 +159,20 @@ def jobs_resume(
                     hint="a running job with a dead worker is taken over by any worker; "
                     "or use --here",
                 )
+            from trueup import audit
+
+            # Who put it back in the queue is on the record; the worker's apply names
+            # the requester, as for any queued apply.
+            audit.record(
+                engine.store,
+                "plan.queued",
+                "success",
+                engine.actor,
+                job.run.target,
+                plan_digest=job.run.plan_digest,
+                run_id=run_id,
+                detail={"resumed": True},
+            )
             message = f"run {run_id} queued again; a worker resumes it from its checkpoint"
             out.report(message, {"run": run_id}, "queued")
             return 0
