@@ -106,7 +106,20 @@ def test_overwrite_with_a_saved_plan_is_refused_not_ignored(world: World) -> Non
     world.run("plan", profile, "--root", str(world.root), "-o", str(saved))
     refused = world.run("apply", str(saved), "--yes", "--overwrite", "rc")
     assert refused.code == 2 and "applied exactly as it was planned" in refused.err
-    assert "plan again with --overwrite rc" in refused.err
+    again = f"trueup plan {profile} --root {world.root} --overwrite rc -o {saved}"
+    assert again in refused.err.replace("\n", " "), refused.err
+
+
+def test_next_steps_are_commands_that_can_be_pasted_whatever_the_paths(world: World) -> None:
+    """Paths with spaces are quoted in every command trueup suggests."""
+    profile = str(world.write("my profile.toml", ONE_FILE))
+    root = world.base / "my root"
+    root.mkdir()
+    saved = world.base / "the plan.json"
+    planned = world.run("plan", profile, "--root", str(root), "-o", str(saved))
+    assert f"apply it with: trueup apply '{saved}'" in planned.out, planned.out
+    live = world.run("status", profile, "--root", str(root))
+    assert f"next: trueup apply '{profile}' --root '{root}'" in live.out, live.out
 
 
 def test_source_edited_after_plan_is_refused(world: World) -> None:

@@ -129,3 +129,13 @@ def test_the_migration_ddl_comes_in_the_envelope_when_json_is_asked(world: World
     enveloped = world.run("state", "migrate", "--sql", "sqlite", "--json")
     assert enveloped.code == 0 and enveloped.json["exitCode"] == 0, enveloped.out
     assert enveloped.json["data"]["sql"] == plain.out
+
+
+def test_control_characters_in_a_name_are_shown_never_sent_to_the_terminal(
+    world: World,
+) -> None:
+    """An ESC in a file name must not clear a person's screen or retitle their window."""
+    path = str(world.base / "nope\x1b[2J\x1b]0;x\x07.toml")
+    result = world.run("plan", path, "--root", str(world.root))
+    refused(result, "nope\\x1b[2J\\x1b]0;x\\x07.toml")
+    assert "\x1b" not in result.err and "\x07" not in result.err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -181,7 +182,8 @@ def plan(
                 why = f"{blocked.message}; {blocked.hint or ''}"
                 out.print(f"[yellow]note:[/] {escape(why)}")
             if out_file is not None:
-                out.print(f"saved to {out_file}; apply it with: trueup apply {out_file}")
+                again = shlex.join(["trueup", "apply", str(out_file)])
+                out.print(escape(f"saved to {out_file}; apply it with: {again}"))
         return int(outcome.exit_code)
 
     _run(out, body)
@@ -232,11 +234,24 @@ def apply(
                 raise UsageError(
                     "a saved plan is applied exactly as it was planned; --overwrite does not "
                     "change it",
-                    hint=f"plan again with --overwrite {overwrite[0]} -o {file}, review, apply",
+                    hint="plan again with it, review, then apply the new plan: "
+                    + shlex.join(
+                        [
+                            "trueup",
+                            "plan",
+                            expected.source,
+                            "--root",
+                            expected.target.location,
+                            *(arg for rid in overwrite for arg in ("--overwrite", rid)),
+                            "-o",
+                            str(file),
+                        ]
+                    ),
                 )
             if expected.target.kind == "org":
                 raise UsageError(
-                    f"{file} is a saved org plan", hint=f"apply it with: trueup org apply {file}"
+                    f"{file} is a saved org plan",
+                    hint=f"apply it with: {shlex.join(['trueup', 'org', 'apply', str(file)])}",
                 )
             plan_root = Path(expected.target.location)
             if root is not None and root.resolve() != plan_root:

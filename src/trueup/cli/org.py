@@ -7,6 +7,7 @@ runs, so ``trueup --help`` and the machine commands stay fast.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -75,7 +76,10 @@ def org_plan(
             else:
                 render_org_plan(out.console, prepared, plan, show_unchanged)
                 if out_file is not None:
-                    out.print(f"saved to {out_file}; apply it with: trueup org apply {out_file}")
+                    from rich.markup import escape
+
+                    again = shlex.join(["trueup", "org", "apply", str(out_file)])
+                    out.print(escape(f"saved to {out_file}; apply it with: {again}"))
             return int(outcome.exit_code)
         finally:
             engine.close()

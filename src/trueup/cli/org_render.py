@@ -118,9 +118,9 @@ def _render_fields(console: Console, plan: Plan) -> None:
         label = "drift" if action.type is ActionType.DRIFT_CONFLICT else "change"
         console.print(Text("\n" + action.resource_id, style="bold"), Text(f"({label})"))
         table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
-        table.add_column("field")
-        table.add_column("live", style="red")
-        table.add_column("declared", style="green")
+        table.add_column("field", overflow="fold")
+        table.add_column("live", style="red", overflow="fold")
+        table.add_column("declared", style="green", overflow="fold")
         for name in fields:
             table.add_row(
                 Text(name),
@@ -220,7 +220,7 @@ def show_recorded_status(out: Output, engine: Any) -> int:
         return int(code)
     table = Table(box=None, header_style="bold")
     for column in ("org", "last applied", "outcome", "not yet true", "drift"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # ids and keys whole, never cut short
     for key, state in states:
         table.add_row(
             escape(key),

@@ -125,9 +125,10 @@ class Output:
         else:
             from rich.markup import escape
 
-            self.err.print(f"[bold red]error:[/] {escape(redact_message(error.message))}")
-            if error.hint:
-                self.err.print(f"[dim]next:[/] {escape(redact_message(error.hint))}")
+            message, hint = (visible(redact_message(t)) for t in (error.message, error.hint or ""))
+            self.err.print(f"[bold red]error:[/] {escape(message)}")
+            if hint:
+                self.err.print(f"[dim]next:[/] {escape(hint)}")
         return code
 
     def internal(self, exc: BaseException) -> int:
@@ -137,7 +138,7 @@ class Output:
         else:
             from rich.markup import escape
 
-            self.err.print(f"[bold red]{escape(redact_message(message))}[/]")
+            self.err.print(f"[bold red]{escape(visible(redact_message(message)))}[/]")
             self.err.print(
                 "[dim]this is a bug in trueup; rerun with TRUEUP_DEBUG=1 for a traceback[/]"
             )
@@ -145,7 +146,18 @@ class Output:
 
 
 def _scrub(part: Any) -> Any:
-    return redact(part) if isinstance(part, str) else part
+    return visible(redact(part)) if isinstance(part, str) else part
+
+
+# Control characters from files and names are shown, never sent: an ESC in a
+# file's content must not clear a reviewer's screen or retitle their window.
+_CONTROLS = [*range(0x20), 0x7F, *range(0x80, 0xA0)]
+_VISIBLE = {c: f"\\x{c:02x}" for c in _CONTROLS if c not in (0x09, 0x0A)} | {0x0D: "\\r"}
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters (newlines and tabs aside) spelt out."""
+    return text.translate(_VISIBLE)
 
 
 def first_visible(

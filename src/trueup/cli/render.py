@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trueup.cli.output import visible
 from trueup.model import Action, ActionType, Outcome, Plan
 from trueup.redact import redact
 
@@ -36,17 +37,6 @@ MAX_ROWS = 100
 # Beyond this many lines, diffs stop helping a reviewer (who is better served by
 # --json) and start costing more than the apply they precede.
 MAX_DIFF_LINES = 400
-
-
-# Control characters from files and names are shown, never sent: an ESC in a
-# file's content must not clear a reviewer's screen or retitle their window.
-_CONTROLS = [*range(0x20), 0x7F, *range(0x80, 0xA0)]
-_VISIBLE = {c: f"\\x{c:02x}" for c in _CONTROLS if c not in (0x09, 0x0A)} | {0x0D: "\\r"}
-
-
-def visible(text: str) -> str:
-    """``text`` with control characters (newlines and tabs aside) spelt out."""
-    return text.translate(_VISIBLE)
 
 
 def diff_text(diff: str) -> RenderableType:
@@ -183,9 +173,9 @@ def render_result(console: Console, result: RunResult) -> None:
     failed = [r for r in result.results if r.status in ("failed", "restored", "skipped")]
     if failed:
         table = Table(box=None, show_header=True, header_style="bold")
-        table.add_column("resource")
-        table.add_column("status")
-        table.add_column("detail")
+        table.add_column("resource", overflow="fold")
+        table.add_column("status", overflow="fold")
+        table.add_column("detail", overflow="fold")
         for item in failed[:MAX_ROWS]:
             table.add_row(
                 escape(item.action.resource_id), item.status, escape(redact(item.message))

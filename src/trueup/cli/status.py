@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trueup.cli.output import Output
+from trueup.cli.output import Output, visible
 from trueup.errors import ExitCode
 from trueup.execute.gates import locked_error, replan_command
 from trueup.model import ActionType, Outcome, outcome_of, plan_status
@@ -53,12 +54,18 @@ def _live(out: Output, engine: Any, file: Path, root: Path) -> int:
 
     table = Table(box=None, header_style="bold")
     for column in ("resource", "kind", "status", "detail"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # ids and keys whole, never cut short
     for row in rows:
-        table.add_row(*(escape(str(row[c])) for c in ("resource", "kind", "status", "detail")))
+        table.add_row(
+            *(escape(visible(str(row[c]))) for c in ("resource", "kind", "status", "detail"))
+        )
     out.print(table)
-    again = f"; next: trueup apply {file} --root {root}" if pending else ""
-    out.print(f"{word}; {pending} pending change(s){again}")
+    again = (
+        f"; next: {shlex.join(['trueup', 'apply', str(file), '--root', str(root)])}"
+        if pending
+        else ""
+    )
+    out.print(f"{word}; {pending} pending change(s){escape(again)}")
     return int(outcome.exit_code)
 
 
@@ -136,11 +143,11 @@ def _recorded(out: Output, engine: Any) -> int:
         return int(code)
     table = Table(box=None, header_style="bold")
     for column in ("target", "resources", "drift", "last run", "outcome"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # ids and keys whole, never cut short
     for t in targets:
         last = t["last_run"] or {}
         table.add_row(
-            escape(t["target"]),
+            escape(visible(t["target"])),
             str(t["resources"]),
             f"[magenta]{len(t['drift'])}[/]" if t["drift"] else "0",
             escape(str(last.get("started_at", "-"))),
