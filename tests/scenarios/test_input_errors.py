@@ -139,3 +139,16 @@ def test_control_characters_in_a_name_are_shown_never_sent_to_the_terminal(
     result = world.run("plan", path, "--root", str(world.root))
     refused(result, "nope\\x1b[2J\\x1b]0;x\\x07.toml")
     assert "\x1b" not in result.err and "\x07" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("sqlite:////tmp/x%00.db", "NUL"),
+        ("sqlite:////tmp/s.db?mode=ro", "a query"),
+        ("sqlite:///:memory:", "names no file"),  # a store gone with the process
+    ],
+)
+def test_a_sqlite_url_no_file_can_be_is_refused(world: World, url: str, why: str) -> None:
+    refused(world.run("status", "--state", url), "cannot be used", why)
+    assert not list(world.base.glob("s.db*"))

@@ -84,9 +84,27 @@ def _open_sqlite(path: Path) -> sqlite3.Connection:
 
 
 def sqlite_path(url: str) -> Path | None:
-    if url.startswith("sqlite:///"):
-        return Path(unquote(url[len("sqlite:///") :]))
-    return None
+    """The file of a ``sqlite:///`` URL; a URL no file can be is a usage error."""
+    if not url.startswith("sqlite:///"):
+        return None
+    spelt = url[len("sqlite:///") :]
+    path = unquote(spelt)
+    why = (
+        "it names no file"
+        if not path or path == ":memory:"  # a store gone with the process keeps no record
+        else "it holds a NUL character"
+        if "\0" in path
+        else "a query (?...) is not read: name the file alone"
+        if "?" in spelt
+        else None
+    )
+    if why is not None:
+        raise UsageError(
+            f"the state URL {url!r} cannot be used: {why}",
+            hint="write sqlite:////absolute/path/state.db (four slashes) or "
+            "sqlite:///relative/path/state.db",
+        )
+    return Path(path)
 
 
 class Database:
