@@ -451,3 +451,14 @@ def test_a_saved_plan_whose_profile_is_gone_says_so_and_is_audited(world: World)
     audited = world.run("audit", "list", "--json").json["data"]
     assert [e["outcome"] for e in audited if e["event"] == "plan.applied"] == ["refused"]
     assert not world.target(".toolrc").exists()
+
+
+def test_drift_says_the_exact_command_that_takes_the_declared_version(world: World) -> None:
+    profile = str(world.write("my profile.toml", ONE_FILE))
+    world.target(".toolrc").write_text("a person's\n")  # never written by trueup: drift
+    planned = world.run("plan", profile, "--root", str(world.root))
+    assert planned.code == 4, planned.out
+    command = f"trueup apply '{profile}' --root {world.root} --overwrite rc"
+    assert command in planned.out.replace("\n", ""), planned.out
+    taken = world.run("apply", profile, "--root", str(world.root), "--overwrite", "rc", "--yes")
+    assert taken.code == 0 and world.target(".toolrc").read_text() == "declared\n"

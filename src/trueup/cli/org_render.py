@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trueup.cli.render import MAX_ROWS, action_row, print_columns
+from trueup.cli.render import MAX_ROWS, action_row, overwrite_command, print_columns
 from trueup.errors import ExitCode
 from trueup.model import ActionType, Outcome, Plan, outcome_of, plan_status
 from trueup.redact import redact
@@ -85,10 +85,11 @@ def render_org_plan(console: Console, prepared: OrgPrepared, plan: Plan, show_no
             line.append("  " + redact(item.description))
             console.print(line)
     console.print(Text("\n" + org_summary(plan, len(prepared.unmanaged))))
-    if plan.by_type(ActionType.DRIFT_CONFLICT):
+    drifted = [a.resource_id for a in plan.by_type(ActionType.DRIFT_CONFLICT)]
+    if drifted:
         console.print(
-            "[magenta]Drift is never overwritten: to take the declared value, rerun with "
-            "--overwrite RESOURCE; to keep the live one, declare it.[/]"
+            "[magenta]Drift is never overwritten: to keep the live value, declare it; to take "
+            f"the declared one, run: {escape(overwrite_command(plan, drifted))}[/]"
         )
     risky = [a for a in plan.actions if a.destroys or a.migrates]
     if risky:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -129,11 +130,12 @@ def render_plan(
     drift = plan.by_type(ActionType.DRIFT_CONFLICT)
     dropped = [a for a in drift if a.payload.get("dropped")]
     by_hand = [a for a in drift if a.payload.get("by_hand") and not a.payload.get("dropped")]
-    if len(dropped) + len(by_hand) < len(drift):
+    overwritable = [a.resource_id for a in drift if a not in dropped and a not in by_hand]
+    if overwritable:
         console.print(
             "[magenta]Drift is never overwritten. To keep the local version, leave it (or "
-            "declare the keys as overlay); to take the declared version, rerun with "
-            "--overwrite RESOURCE.[/]"
+            "declare the keys as overlay); to take the declared version, run: "
+            f"{escape(overwrite_command(plan, overwritable))}[/]"
         )
     if by_hand:
         console.print(
@@ -145,6 +147,14 @@ def render_plan(
             "[magenta]A resource no longer declared but changed since trueup wrote it is left "
             "as it is: delete it by hand (trueup then forgets it), or declare it again.[/]"
         )
+
+
+def overwrite_command(plan: Plan, ids: Sequence[str]) -> str:
+    """The apply that takes the declared version of the drifted ``ids``, ready to paste."""
+    where = ["org"] if plan.target.kind == "org" else []
+    root = [] if where else ["--root", plan.target.location]
+    overwrite = [arg for rid in ids for arg in ("--overwrite", rid)]
+    return shlex.join(["trueup", *where, "apply", plan.source, *root, *overwrite])
 
 
 def _render_diffs(console: Console, plan: Plan, preview: Callable[[Any], str]) -> None:
