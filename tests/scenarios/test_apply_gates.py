@@ -462,3 +462,12 @@ def test_drift_says_the_exact_command_that_takes_the_declared_version(world: Wor
     assert command in planned.out.replace("\n", ""), planned.out
     taken = world.run("apply", profile, "--root", str(world.root), "--overwrite", "rc", "--yes")
     assert taken.code == 0 and world.target(".toolrc").read_text() == "declared\n"
+
+
+def test_an_apply_without_a_terminal_to_ask_on_says_the_command_to_run(world: World) -> None:
+    profile = str(world.write("my profile.toml", ONE_FILE))
+    refused = world.run("apply", profile, "--root", str(world.root))
+    assert refused.code == 2 and "no terminal to ask on" in refused.err
+    again = f"trueup apply '{profile}' --root {world.root} --yes"
+    assert again in refused.err.replace("\n", ""), refused.err
+    assert not world.target(".toolrc").exists()

@@ -13,7 +13,7 @@ import click
 import typer
 
 from trueup import __version__
-from trueup.cli.output import Output, stdout_closed
+from trueup.cli.output import Output, rerun_with, stdout_closed
 from trueup.errors import ExitCode, TrueupError, UsageError
 
 app = typer.Typer(
@@ -292,7 +292,7 @@ def apply(
             if not sys.stdin.isatty():
                 raise UsageError(
                     "refusing to apply without confirmation: no terminal to ask on",
-                    hint="review the plan, then rerun with --yes (or --no-input for timers)",
+                    hint="review the plan above, then run: " + rerun_with("--yes"),
                 )
             paused = True
             if not out.confirm(f"Apply {len(expected.changes)} change(s)?"):

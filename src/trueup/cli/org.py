@@ -15,7 +15,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from trueup.cli.main import JsonOpt, OverwriteOpt, StateOpt, _engine, _run
-from trueup.cli.output import Output
+from trueup.cli.output import Output, rerun_with
 from trueup.errors import ExitCode, UsageError
 
 org_app: typer.Typer = typer.Typer(
@@ -140,7 +140,7 @@ def org_apply(
                 if not interactive:
                     raise UsageError(
                         "refusing to apply without confirmation: no terminal to ask on",
-                        hint="review the plan, then rerun with --yes (or --confirm NAME)",
+                        hint="review the plan above, then run: " + rerun_with("--yes"),
                     )
                 if not out.confirm(f"Apply {len(expected.changes)} change(s)?"):
                     data = {**_plan_json(prepared, expected), "apply": None}

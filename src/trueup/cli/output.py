@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,11 @@ ENVELOPE_SCHEMA = "trueup.cli/1"
 #: What a shell reports for a writer killed by SIGPIPE (128 + 13): the
 #: conventional end of ``trueup plan | head``, and not 1, which means a bug.
 CLOSED_PIPE_EXIT = 141
+
+
+def rerun_with(*extra: str) -> str:
+    """This very command again with ``extra`` arguments, quoted, ready to paste."""
+    return shlex.join(["trueup", *sys.argv[1:], *extra])
 
 
 def stdout_closed() -> NoReturn:
