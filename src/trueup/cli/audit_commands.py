@@ -29,7 +29,9 @@ def audit_list(
         Optional[str],  # noqa: UP045
         typer.Option("--event", help="Only events starting with this, e.g. plan.applied."),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many rows.")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=1_000_000, help="At most this many rows.")
+    ] = 50,
     state: StateOpt = None,
     json_out: JsonOpt = False,
 ) -> None:

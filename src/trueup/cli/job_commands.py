@@ -82,7 +82,7 @@ def jobs_list(
         Optional[list[str]],  # noqa: UP045
         typer.Option("--status", help="queued, running, failed, succeeded, abandoned."),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1_000_000)] = 50,
     state: StateOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
