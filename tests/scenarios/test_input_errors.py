@@ -152,3 +152,10 @@ def test_control_characters_in_a_name_are_shown_never_sent_to_the_terminal(
 def test_a_sqlite_url_no_file_can_be_is_refused(world: World, url: str, why: str) -> None:
     refused(world.run("status", "--state", url), "cannot be used", why)
     assert not list(world.base.glob("s.db*"))
+
+
+@pytest.mark.parametrize("command", [["audit", "list"], ["jobs", "list"]])
+def test_a_limit_too_large_for_the_database_is_a_usage_error(
+    world: World, command: list[str]
+) -> None:
+    refused(world.run(*command, "--limit", "100000000000000000000"), "not in the range")
