@@ -249,3 +249,21 @@ def test_a_result_that_is_not_json_fails_the_step(runner: Runner) -> None:
     run_id = runner.enqueue(ORG, plan, "user:alice")
     with pytest.raises(StepFailed, match="TypeError"):
         runner.run_steps(run_id, plan)
+
+
+def test_a_live_lease_is_live_whatever_this_hosts_clock_says(
+    runner: Runner, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Leases run by the database's clock: an operator whose clock is an hour ahead
+    must not take a job a worker holds for an abandoned one."""
+    run_id = runner.enqueue(ORG, steps("a"), "user:alice")
+    claimed = runner.claim_next()
+    assert claimed is not None and claimed.run.id == run_id
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 3600)
+    held = store.run(run_id)
+    assert held is not None and held.holder_alive is True
+    monkeypatch.setattr(time, "time", lambda: real() - 3600)
+    store.db.execute("UPDATE runs SET lease_expires_at = lease_expires_at - 60")
+    lapsed = store.run(run_id)
+    assert lapsed is not None and lapsed.holder_alive is False, "a clock behind keeps no lease"

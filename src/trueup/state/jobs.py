@@ -76,6 +76,8 @@ class JobStore:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.db = store.db
+        # A job's columns, its lease read by the database's clock (store.run_columns).
+        self._columns = _JOB_COLUMNS.format(clock=self.db.epoch_sql)
 
     def enqueue(
         self,
@@ -123,7 +125,8 @@ class JobStore:
 
     def job(self, run_id: str) -> Job | None:
         row = self.db.one(
-            f"SELECT {_JOB_COLUMNS} FROM runs WHERE id = :id AND steps IS NOT NULL", {"id": run_id}
+            f"SELECT {self._columns} FROM runs WHERE id = :id AND steps IS NOT NULL",
+            {"id": run_id},
         )
         return _job(row) if row else None
 
@@ -135,7 +138,7 @@ class JobStore:
             where = f"AND status IN ({', '.join(names)}) "
             params.update({f"s{i}": s for i, s in enumerate(statuses)})
         rows = self.db.execute(
-            f"SELECT {_JOB_COLUMNS} FROM runs WHERE steps IS NOT NULL {where}"
+            f"SELECT {self._columns} FROM runs WHERE steps IS NOT NULL {where}"
             "ORDER BY started_at DESC, id DESC LIMIT :limit OFFSET :offset",
             params,
         )
@@ -167,7 +170,7 @@ class JobStore:
             "UPDATE runs SET status = 'running', lease_owner = :owner, "
             f"lease_expires_at = {clock} + :ttl, host = :host, pid = :pid, "
             f"attempts = attempts + 1, updated_at = :at WHERE {which} "
-            f"RETURNING {_JOB_COLUMNS}"
+            f"RETURNING {self._columns}"
         )
 
     def _claim_params(self, owner: str, ttl: float) -> dict[str, Any]:

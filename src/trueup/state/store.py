@@ -124,10 +124,17 @@ class RunLocked(Exception):
         self.holder = holder
 
 
+# ``{clock}`` is the database's clock (``run_columns``): a lease is read as the
+# seconds it has left by that clock, so a host whose own clock is off never takes
+# a live job's lease for an expired one.
 RUN_COLUMNS = (
     "id, target, status, outcome, plan_digest, declaration, host, pid, actor, "
-    "started_at, finished_at, message, steps IS NOT NULL, lease_expires_at, holder"
+    "started_at, finished_at, message, steps IS NOT NULL, lease_expires_at - {clock}, holder"
 )
+
+
+def run_columns(db: Database) -> str:
+    return RUN_COLUMNS.format(clock=db.epoch_sql)
 
 
 def run_from_row(row: Sequence[Any]) -> RunInfo:
@@ -145,7 +152,8 @@ def run_from_row(row: Sequence[Any]) -> RunInfo:
         finished_at=row[10],
         message=row[11],
         job=bool(row[12]),
-        lease_expires_at=float(row[13]) if row[13] is not None else None,
+        # Seconds left by the database's clock, as a time on this host's.
+        lease_expires_at=time.time() + float(row[13]) if row[13] is not None else None,
         holder=row[14],
     )
 
@@ -319,7 +327,7 @@ class Store:
 
     def holder(self, target_key: str) -> RunInfo | None:
         row = self.db.one(
-            f"SELECT {RUN_COLUMNS} FROM runs WHERE target_key = :key "
+            f"SELECT {run_columns(self.db)} FROM runs WHERE target_key = :key "
             "AND status IN ('queued', 'running', 'interrupted', 'failed')",
             {"key": target_key},
         )
@@ -336,13 +344,13 @@ class Store:
         return ":".join(str(v) for v in row) if row else ""
 
     def run(self, run_id: str) -> RunInfo | None:
-        row = self.db.one(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = :id", {"id": run_id})
+        row = self.db.one(f"SELECT {run_columns(self.db)} FROM runs WHERE id = :id", {"id": run_id})
         return run_from_row(row) if row else None
 
     def runs(self, target_key: str | None = None, limit: int = 20) -> list[RunInfo]:
         where = "WHERE target_key = :key " if target_key else ""
         rows = self.db.execute(
-            f"SELECT {RUN_COLUMNS} FROM runs {where}ORDER BY started_at DESC LIMIT :limit",
+            f"SELECT {run_columns(self.db)} FROM runs {where}ORDER BY started_at DESC LIMIT :limit",
             {"key": target_key, "limit": limit},
         )
         return [run_from_row(r) for r in rows]
@@ -354,8 +362,8 @@ class Store:
     def blocked_runs(self) -> list[RunInfo]:
         """Unfinished runs that wait for a person (queued jobs wait for a worker instead)."""
         rows = self.db.execute(
-            f"SELECT {RUN_COLUMNS} FROM runs WHERE status IN ('running', 'interrupted', 'failed') "
-            "ORDER BY started_at"
+            f"SELECT {run_columns(self.db)} FROM runs "
+            "WHERE status IN ('running', 'interrupted', 'failed') ORDER BY started_at"
         )
         return [run_from_row(r) for r in rows]
 
