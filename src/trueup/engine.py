@@ -443,6 +443,8 @@ class Engine:
 
     # -- interrupted runs ---------------------------------------------------
     def find_run(self, run_id: str | None) -> RunInfo:
+        """The unfinished run to act on. Unnamed, it is the only one of a target the
+        actor may see: the ids of others' runs are not listed to choose from."""
         if run_id:
             run = self.store.run(run_id)
             if run is None:
@@ -450,7 +452,7 @@ class Engine:
             if run.status not in ACTIVE:
                 raise UsageError(f"run {run_id} is {run.status}; only unfinished runs need this")
             return run
-        blocked = self.store.blocked_runs()
+        blocked = [r for r in self.store.blocked_runs() if self.may_see(r.target.key)]
         if not blocked:
             raise UsageError("no interrupted run to act on")
         if len(blocked) > 1:
@@ -477,13 +479,13 @@ class Engine:
                 return org.recover(run).run_result()
             finally:
                 org.close_services()
+        gates = self.gates(run.target, "run.recovered", run.plan_digest)
+        gates.authorize("apply")  # before saying anything of the run
         if run.job:
             raise UsageError(
                 f"run {run.id} is a queued job: workers resume it from its checkpoint",
                 hint=f"trueup jobs resume {run.id}   (or: trueup abandon {run.id})",
             )
-        gates = self.gates(run.target, "run.recovered", run.plan_digest)
-        gates.authorize("apply")
         try:
             # A signal outside an action ends the recovery as it ends an apply:
             # the run is left interrupted, for another recover.

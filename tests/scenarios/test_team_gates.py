@@ -247,3 +247,18 @@ def test_bad_job_and_worker_options_are_usage_errors(team: Team) -> None:
     assert team.run("jobs", "list", "--status", "bogus").code == 2
     worker = team.run("worker", "--drain", "--import", "no_such_module_here")
     assert worker.code == 2 and "no such module" in worker.err, worker.err
+
+
+def test_recover_and_abandon_name_no_run_of_a_target_the_actor_may_not_see(team: Team) -> None:
+    killed = team.apply("--yes", "--confirm", "Team Box", TRUEUP_CRASH_AT="journal-running")
+    assert killed.code == -9
+    (blocked,) = team.run("status", "--json").json["data"]["blocked_runs"]
+    assert team.run("grant", "add", ME, "admin", "*").code == 0
+    assert team.run("grant", "add", "service:bob", "plan", "profile:other@*").code == 0
+    for verb in ("recover", "abandon"):
+        unnamed = team.run(verb, actor="service:bob")
+        assert unnamed.code == 2 and "no interrupted run" in unnamed.err, unnamed.err
+        assert blocked["id"] not in unnamed.out + unnamed.err
+    named = team.run("recover", blocked["id"], actor="service:bob")
+    assert named.code == 5, named.err  # refused, and audited, before anything is said of it
+    assert any(e.outcome == "refused" for e in team.audit("run.recovered"))
