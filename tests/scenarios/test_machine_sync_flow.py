@@ -748,7 +748,8 @@ def test_status_drift_ends_when_a_plan_finds_none(world: World) -> None:
     assert world.run("apply", profile, "--root", root, "--yes").code == 0
     world.target("a.txt").write_text("edited\n")
     assert world.run("apply", profile, "--root", root, "--yes").code == 4
-    assert world.run("status").code == 4
+    drifted = world.run("status")
+    assert drifted.code == 4 and f"next: trueup plan {profile} --root {root}" in drifted.out
     world.target("a.txt").write_text("A\n")
     assert world.run("plan", profile, "--root", root).code == 0
     assert world.run("status").code == 0

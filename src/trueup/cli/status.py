@@ -155,12 +155,14 @@ def _recorded(out: Output, engine: Any) -> int:
         )
     out.print(table)
     for t in targets:
+        last = t["last_run"] or {}
         for item in t["drift"]:
             out.print(
                 f"[magenta]drift[/] {escape(t['target'])} {escape(item['resource'])}: "
                 f"{escape(item['summary'])}"
             )
-        last = t["last_run"] or {}
+        if t["drift"] and last.get("declaration"):  # the plan shows it, and how to decide
+            out.print(f"  next: {escape(replan(last))}")
         if str(last.get("outcome")) in _LAST_RUN and not any(
             b["id"] == last["id"] for b in blocked
         ):
