@@ -262,3 +262,9 @@ def test_recover_and_abandon_name_no_run_of_a_target_the_actor_may_not_see(team:
     named = team.run("recover", blocked["id"], actor="service:bob")
     assert named.code == 5, named.err  # refused, and audited, before anything is said of it
     assert any(e.outcome == "refused" for e in team.audit("run.recovered"))
+
+
+def test_an_unknown_token_is_refused_even_before_anything_is_guarded(team: Team) -> None:
+    for command in (["status"], ["jobs", "list"], ["audit", "list"]):
+        refused = team.run(*command, TRUEUP_TOKEN="not-a-token")
+        assert refused.code == 5 and "not a known token" in refused.err, refused.err

@@ -111,7 +111,12 @@ def _engine(state: str | None, max_file_bytes: int | None = None) -> Any:
     from trueup.engine import Engine
     from trueup.settings import Settings
 
-    return Engine(Settings.from_env(state=state, max_file_bytes=max_file_bytes))
+    engine = Engine(Settings.from_env(state=state, max_file_bytes=max_file_bytes))
+    if os.environ.get("TRUEUP_TOKEN"):
+        # A token that is not (or no longer) known is refused at once, whatever the
+        # command would have read: not only once a target is there to be guarded.
+        _ = engine.actor
+    return engine
 
 
 def _run(out: Output, body: Callable[[], int]) -> None:
