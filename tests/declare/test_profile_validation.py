@@ -154,6 +154,10 @@ BAD = {
         ["resource 'one'", "field 'executable'", "boolean"],
     ),
     "profile section": (GOOD.replace('id = "p"\n', ""), ["[profile]", "field 'id'"]),
+    "no profile section": (
+        GOOD[GOOD.index("[[resource]]") :],
+        ["a profile starts with a [profile] table", 'id = "..."'],
+    ),
     "toml syntax": (GOOD.replace('name = "P"', "name = "), ["not valid TOML"]),
 }
 

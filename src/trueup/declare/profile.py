@@ -135,6 +135,11 @@ def _with_pydantic(
 
     from trueup.declare.models import ProfileMeta
 
+    if not isinstance(data.get("profile"), dict):
+        raise UsageError(
+            f"{where}: a profile starts with a [profile] table naming it",
+            hint='add: [profile] with id = "..." and name = "..."',
+        )
     try:
         meta = ProfileMeta.model_validate(data.get("profile"))
     except ValidationError as exc:
