@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trueup.fs import ReadOnlyFS, StatCache, sha256_bytes
+from trueup.fs import AHEAD_SHARE, ReadOnlyFS, StatCache, sha256_bytes
 from trueup.readahead import MIN_FILES, ReadAhead
 
 pytestmark = pytest.mark.skipif(
@@ -17,7 +17,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def sources(folder: Path, count: int = MIN_FILES, age_s: float = 10) -> list[str]:
+# Enough that the share read ahead (all but the first 1/AHEAD_SHARE) is worth a process.
+COUNT = 2 * MIN_FILES
+
+
+def sources(folder: Path, count: int = COUNT, age_s: float = 10) -> list[str]:
     """``count`` files old enough for their stat to be trusted."""
     folder.mkdir(parents=True, exist_ok=True)
     past = time.time_ns() - int(age_s * 1e9)
@@ -30,19 +34,33 @@ def sources(folder: Path, count: int = MIN_FILES, age_s: float = 10) -> list[str
     return paths
 
 
-def reading(paths: list[str]) -> ReadOnlyFS:
-    fs = ReadOnlyFS(StatCache())
+def reading(paths: list[str], fs: ReadOnlyFS | None = None, wait: bool = True) -> ReadOnlyFS:
+    """A read-ahead of ``paths``, by default waited for until it has read them all."""
+    fs = fs or ReadOnlyFS(StatCache())
     fs.read_ahead(paths)
     assert fs.cache.ahead is not None
+    assert not wait or fs.cache.ahead.ready(timeout=30)
     return fs
+
+
+def test_the_first_share_is_left_to_this_process_which_never_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    paths = sources(tmp_path / "src")
+    fs = reading(paths, wait=False)
+    first = paths[: len(paths) // AHEAD_SHARE]
+    for path in first:  # read here, while the second process reads the rest
+        assert fs.digest_file(path) == sha256_bytes(Path(path).read_bytes())
+    assert fs.cache.ahead is not None and not fs.cache.ahead.paths & set(first)
+    fs.stop_read_ahead()
 
 
 def test_one_lookup_learns_every_source_the_second_process_read(tmp_path: Path) -> None:
     paths = sources(tmp_path / "src")
     fs = reading(paths)
-    assert fs.digest_file(paths[0]) == sha256_bytes(Path(paths[0]).read_bytes())
+    assert fs.digest_file(paths[-1]) == sha256_bytes(Path(paths[-1]).read_bytes())
     assert fs.cache.ahead is None  # spent
-    for path in paths:
+    for path in paths[len(paths) // AHEAD_SHARE :]:
         data = Path(path).read_bytes()
         assert fs.cache.contents[path][1:] == (sha256_bytes(data), data)
         assert fs.cache.entries[path][1] == sha256_bytes(data)
@@ -52,7 +70,7 @@ def test_a_source_edited_after_it_was_read_ahead_is_read_again(tmp_path: Path) -
     paths = sources(tmp_path / "src")
     fs = reading(paths)
     fs.cache.ahead.drain(fs.cache)  # type: ignore[union-attr]
-    edited = Path(paths[5])
+    edited = Path(paths[-5])
     edited.write_bytes(b"edited meanwhile\n")
     assert fs.digest_file(edited) == sha256_bytes(b"edited meanwhile\n")
     assert fs.read_expected(edited, sha256_bytes(b"edited meanwhile\n")) == b"edited meanwhile\n"
@@ -61,25 +79,25 @@ def test_a_source_edited_after_it_was_read_ahead_is_read_again(tmp_path: Path) -
 def test_files_too_new_to_trust_by_their_stat_are_not_learned(tmp_path: Path) -> None:
     paths = sources(tmp_path / "src", age_s=0)
     fs = reading(paths)
-    assert fs.digest_file(paths[0]) == sha256_bytes(Path(paths[0]).read_bytes())
-    assert fs.cache.contents.keys() <= {paths[0]}
+    assert fs.digest_file(paths[-1]) == sha256_bytes(Path(paths[-1]).read_bytes())
+    assert fs.cache.contents.keys() <= {paths[-1]}
 
 
 def test_links_folders_missing_and_oversized_files_are_left_to_the_parent(
     tmp_path: Path,
 ) -> None:
     paths = sources(tmp_path / "src")
-    big = Path(paths[1])
+    big = Path(paths[-2])
     big.write_bytes(b"x" * 100)
     link = tmp_path / "link"
-    link.symlink_to(paths[2])
-    fs = ReadOnlyFS(StatCache(), max_file_bytes=64)
-    fs.read_ahead([*paths, str(link), str(tmp_path / "src"), str(tmp_path / "gone"), "a\0b"])
-    fs.digest_file(paths[0])
+    link.symlink_to(paths[-3])
+    odd = [str(link), str(tmp_path / "src"), str(tmp_path / "gone"), "a\0b"]
+    fs = reading([*paths, *odd], ReadOnlyFS(StatCache(), max_file_bytes=64))
+    fs.digest_file(paths[-1])
     assert str(link) not in fs.cache.entries
     assert str(big) not in fs.cache.entries
     assert str(tmp_path / "src") not in fs.cache.entries
-    assert paths[3] in fs.cache.entries
+    assert paths[-4] in fs.cache.entries
 
 
 def test_a_lookup_outside_what_was_asked_does_not_wait_for_it(tmp_path: Path) -> None:
@@ -94,16 +112,17 @@ def test_a_lookup_outside_what_was_asked_does_not_wait_for_it(tmp_path: Path) ->
 
 def test_a_dead_second_process_only_costs_the_parent_its_own_reads(tmp_path: Path) -> None:
     paths = sources(tmp_path / "src")
-    fs = reading(paths)
+    fs = reading(paths, wait=False)
     ahead = fs.cache.ahead
     assert ahead is not None
     ahead._process.kill()  # type: ignore[union-attr]
-    assert fs.digest_file(paths[7]) == sha256_bytes(Path(paths[7]).read_bytes())
+    ahead._process.wait()  # type: ignore[union-attr]
+    assert fs.digest_file(paths[-7]) == sha256_bytes(Path(paths[-7]).read_bytes())
     assert fs.cache.ahead is None
 
 
 def test_stopping_it_reaps_the_second_process(tmp_path: Path) -> None:
-    fs = reading(sources(tmp_path / "src"))
+    fs = reading(sources(tmp_path / "src"), wait=False)
     process = fs.cache.ahead._process  # type: ignore[union-attr]
     assert process is not None
     fs.stop_read_ahead()

@@ -75,6 +75,8 @@ CacheEntry = tuple[StatKey, str, int]
 # a few KB fit; a tree of large files is read twice instead).
 CONTENTS_MAX_FILE = 1024 * 1024
 CONTENTS_BUDGET = 64 * 1024 * 1024
+#: The read-ahead skips the first 1/AHEAD_SHARE of the paths (ReadOnlyFS.read_ahead).
+AHEAD_SHARE = 3
 
 
 @dataclass
@@ -203,12 +205,19 @@ class ReadOnlyFS:
         self.witness = witness
 
     def read_ahead(self, paths: list[str]) -> None:
-        """Have ``paths`` read and hashed by a second process meanwhile (readahead.py)."""
+        """Have ``paths`` read and hashed by a second process meanwhile (readahead.py).
+
+        It takes the last two thirds: this process, which goes through them in
+        order and starts a little later, reads the first third itself meanwhile.
+        """
         from trueup.readahead import ReadAhead
 
         self.stop_read_ahead()
         self.cache.ahead = ReadAhead.start(
-            paths, self.max_file_bytes, CONTENTS_MAX_FILE, self.cache.contents_budget
+            paths[len(paths) // AHEAD_SHARE :],
+            self.max_file_bytes,
+            CONTENTS_MAX_FILE,
+            self.cache.contents_budget,
         )
 
     def stop_read_ahead(self) -> None:
@@ -218,10 +227,11 @@ class ReadOnlyFS:
             ahead.close()
 
     def _caught_up(self, path: str) -> bool:
-        """Learn what the read-ahead read, on the first miss of a path it was asked
-        for (once: it is spent then); whether it ran."""
+        """Learn what the read-ahead read, on a miss of a path it was asked for once it
+        has read them all (once: it is spent then); whether it did. Until then this
+        process reads for itself rather than wait."""
         ahead = self.cache.ahead
-        if ahead is None or path not in ahead.paths:
+        if ahead is None or path not in ahead.paths or not ahead.ready():
             return False
         self.cache.ahead = None
         ahead.drain(self.cache)

@@ -4,7 +4,9 @@ A first apply of thousands of file resources spends a fifth of its time
 reading and hashing their sources one by one, while the machine's other core
 idles. Once a profile's source list is known, a small child process (the
 standard library only, ~10 ms to start) reads and hashes them in parallel
-with validation, and its results enter the stat cache by the rule the
+with validation: all but the first third, from the last, while the parent
+reads from the first and never waits (``ReadAhead.ready``). Its results
+enter the stat cache by the rule the
 parent's own reads follow (``StatCache.learn``): a result is used only for a
 file whose stat is still the one it was read with, and not racy, so a source
 edited meanwhile is simply read again. The child only reads, and anything it
@@ -23,6 +25,7 @@ import contextlib
 import hashlib
 import marshal
 import os
+import select
 import stat
 import struct
 import sys
@@ -78,6 +81,15 @@ class ReadAhead:
         # Should nobody need it (a refused apply), it still ends with this process.
         atexit.register(ahead.close)
         return ahead
+
+    def ready(self, timeout: float = 0) -> bool:
+        """Whether the child has read everything (it answers only then), waiting at most
+        ``timeout`` seconds; a child that died is ready too, with nothing to give."""
+        process = self._process
+        if process is None or process.stdout is None:
+            return True
+        readable, _, _ = select.select([process.stdout], [], [], timeout)
+        return bool(readable)
 
     def drain(self, cache: StatCache) -> None:
         """Wait for the child and learn everything it read; once, then this is spent."""
@@ -165,7 +177,9 @@ def _child(request: bytes, out: IO[bytes]) -> None:
     paths, max_file_bytes, keep_file, keep_budget = marshal.loads(request)
     frame: list[tuple[str, Any, str, bytes | None, int]] = []
     frames: list[bytes] = []
-    for path in paths:
+    # From the last: the parent, which reads for itself until this is ready, goes
+    # from the first, so the two meet somewhere in between and little is read twice.
+    for path in reversed(paths):
         found = _read(path, max_file_bytes)
         if found is not None:
             key, data = found
