@@ -229,7 +229,7 @@ def apply(
     def body() -> int:
         from trueup.cli.render import render_plan, render_result
         from trueup.engine import is_saved_plan
-        from trueup.execute.gates import needs_confirmation
+        from trueup.execute.gates import needs_confirmation, target_command
         from trueup.model import outcome_of
 
         engine = _engine(state, max_file_bytes)
@@ -240,17 +240,14 @@ def apply(
                     "a saved plan is applied exactly as it was planned; --overwrite does not "
                     "change it",
                     hint="plan again with it, review, then apply the new plan: "
-                    + shlex.join(
-                        [
-                            "trueup",
-                            "plan",
-                            expected.source,
-                            "--root",
-                            expected.target.location,
-                            *(arg for rid in overwrite for arg in ("--overwrite", rid)),
-                            "-o",
-                            str(file),
-                        ]
+                    + target_command(
+                        "plan",
+                        expected.target.kind,
+                        expected.source,
+                        expected.target.location,
+                        *(arg for rid in overwrite for arg in ("--overwrite", rid)),
+                        "-o",
+                        str(file),
                     ),
                 )
             if expected.target.kind == "org":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -151,10 +150,10 @@ def render_plan(
 
 def overwrite_command(plan: Plan, ids: Sequence[str]) -> str:
     """The apply that takes the declared version of the drifted ``ids``, ready to paste."""
-    where = ["org"] if plan.target.kind == "org" else []
-    root = [] if where else ["--root", plan.target.location]
+    from trueup.execute.gates import target_command
+
     overwrite = [arg for rid in ids for arg in ("--overwrite", rid)]
-    return shlex.join(["trueup", *where, "apply", plan.source, *root, *overwrite])
+    return target_command("apply", plan.target.kind, plan.source, plan.target.location, *overwrite)
 
 
 def _render_diffs(console: Console, plan: Plan, preview: Callable[[Any], str]) -> None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trueup.cli.output import Output, visible
 from trueup.errors import ExitCode
-from trueup.execute.gates import locked_error, replan_command
+from trueup.execute.gates import locked_error, replan_command, target_command
 from trueup.model import ActionType, Outcome, outcome_of, plan_status
 
 if TYPE_CHECKING:
@@ -60,11 +59,7 @@ def _live(out: Output, engine: Any, file: Path, root: Path) -> int:
             *(escape(visible(str(row[c]))) for c in ("resource", "kind", "status", "detail"))
         )
     out.print(table)
-    again = (
-        f"; next: {shlex.join(['trueup', 'apply', str(file), '--root', str(root)])}"
-        if pending
-        else ""
-    )
+    again = f"; next: {target_command('apply', 'profile', str(file), str(root))}" if pending else ""
     out.print(f"{word}; {pending} pending change(s){escape(again)}")
     return int(outcome.exit_code)
 

@@ -99,11 +99,16 @@ def check_fresh(expected: Plan, actual: Plan) -> None:
     )
 
 
+def target_command(verb: str, kind: str, source: str, location: str, *extra: str) -> str:
+    """The whole ``trueup [org] VERB`` command for a target, quoted, ready to paste."""
+    if kind == "org":
+        return shlex.join(["trueup", "org", verb, source, *extra])
+    return shlex.join(["trueup", verb, source, "--root", location, *extra])
+
+
 def replan_command(kind: str, source: str, location: str) -> str:
     """The whole command that plans a target again, ready to paste."""
-    if kind == "org":
-        return f"trueup org plan {shlex.quote(source)}"
-    return f"trueup plan {shlex.quote(source)} --root {shlex.quote(location)}"
+    return target_command("plan", kind, source, location)
 
 
 def needs_confirmation(actions: Iterable[Action]) -> list[Action]:

@@ -9,6 +9,7 @@ along. A new kind is one module with one ``Kind`` subclass, registered in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -165,6 +166,13 @@ class Kind:
         that cannot tell trueup's writing from anybody's.
         """
         return None
+
+    def left_empty(self, observed: Observed, removed: AbstractSet[str]) -> bool:
+        """Whether what stands at this resource's place, as ``observed``, is nothing but
+        the paths ``removed`` (relative to it) and their folders, so that removing
+        them leaves the place free. ``False`` (the default): the kind cannot tell.
+        """
+        return False
 
     def clears(self, applied: Applied, decision: Decision) -> bool:
         """Whether ``decision``, the removal of a dropped resource, leaves its target empty.

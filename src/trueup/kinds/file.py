@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -221,6 +222,10 @@ class FileKind(Kind):
             section_digest(section) if status == "ok" else None,
             {"executable": entry.executable, "markers": status, "file_digest": entry.digest},
         )
+
+    def left_empty(self, observed: Observed, removed: AbstractSet[str]) -> bool:
+        holds = observed.detail.get("holds") if observed.state == "directory" else None
+        return holds is not None and set(holds) <= removed
 
     # -- plan ---------------------------------------------------------------
     def plan(

@@ -259,14 +259,16 @@ def _clearing(
             decision = replace(decision, payload={**decision.payload, FREES: resource.target})
         found[rid] = decision
     for covering, rids in inside.items():
-        place = declared[covering].target
-        holds = observed.get(covering, ABSENT).detail.get("holds")
+        resource = declared[covering]
         leaving = {
             part
             for rid in rids
-            for part in _and_parents(applied[rid].resource.target.removeprefix(place + "/"))
+            for part in _and_parents(
+                applied[rid].resource.target.removeprefix(resource.target + "/")
+            )
         }
-        if holds is None or not set(holds) <= leaving:  # something else is in that folder
+        seen = observed.get(covering, ABSENT)
+        if not kinds.get(resource.kind).left_empty(seen, leaving):  # something else is there
             for rid in rids:
                 del found[rid]
     return found

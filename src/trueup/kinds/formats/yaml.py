@@ -705,13 +705,17 @@ class YamlDocument(BaseDocument):
 
     # writing ----------------------------------------------------------------------
 
-    def _replace(self, path: KeyPath, value: object) -> None:
+    def _unshared(self, path: KeyPath, verb: str) -> None:
+        """Refuse an edit through an anchor: planned as a person's step, never done silently."""
         shared = self.shared_by(path)
-        if shared is not None:  # planned as a person's step; never written silently
+        if shared is not None:
             raise KeyPathError(
-                f"cannot set {format_key_path(path)}: it is inside the YAML anchor {shared}, "
+                f"cannot {verb} {format_key_path(path)}: it is inside the YAML anchor {shared}, "
                 "which other keys share"
             )
+
+    def _replace(self, path: KeyPath, value: object) -> None:
+        self._unshared(path, "set")
         parent = self._data
         for depth, segment in enumerate(path):
             key = self._key(parent, segment)
@@ -732,12 +736,7 @@ class YamlDocument(BaseDocument):
             parent = parent[key]
 
     def _remove(self, path: KeyPath) -> None:
-        shared = self.shared_by(path)
-        if shared is not None:  # planned as a person's step; never removed silently
-            raise KeyPathError(
-                f"cannot remove {format_key_path(path)}: it is inside the YAML anchor {shared}, "
-                "which other keys share"
-            )
+        self._unshared(path, "remove")
         grandparent: CommentedMap | None = None
         parent = self._data
         for segment in path[:-1]:
