@@ -420,7 +420,7 @@ class Engine:
         progress: Callable[[int], None] | None,
     ) -> RunResult:
         cache = prepared.fs.cache
-        fs = WritableFS(cache, self.settings.max_file_bytes, tag=run.id)
+        fs = WritableFS(cache, self.settings.max_file_bytes, tag=run.id, partner=True)
         executor = Executor(
             self.store,
             run,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import functools
 import hashlib
 import os
 import stat
@@ -24,6 +23,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
+from trueup.fsops import O_CLOEXEC, create_temp, rename_exclusive
+from trueup.partner import BACKLOG, HAND_FILES, START_AFTER, Failure, Partner
 
 if TYPE_CHECKING:
     from trueup.readahead import ReadAhead
@@ -39,7 +40,6 @@ RACY_WINDOW_NS = 2_000_000_000
 
 StatKey = tuple[int, int, int, int]
 Witness = tuple[int, int, int, int, int] | None
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _EUID = os.geteuid() if hasattr(os, "geteuid") else -1
 _MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks
 # A temp name adds ".", the mark, the run id and a counter (~50 bytes) to the target's.
@@ -294,7 +294,7 @@ class ReadOnlyFS:
         # notice growth), not the limit, which would allocate 16 MiB a file.
         self._check_size(key, size)
         # O_NONBLOCK: a file swapped for a pipe since its lstat reads empty, not forever.
-        fd = os.open(key, os.O_RDONLY | os.O_NONBLOCK | _O_CLOEXEC)
+        fd = os.open(key, os.O_RDONLY | os.O_NONBLOCK | O_CLOEXEC)
         try:
             data = os.read(fd, size + 1)
             while len(data) <= self.max_file_bytes and len(data) > size:
@@ -482,9 +482,21 @@ class WritableFS(ReadOnlyFS):
         cache: StatCache | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         tag: str = "",
+        partner: bool = False,
     ) -> None:
         super().__init__(cache, max_file_bytes)
         self.tag = tag or str(os.getpid())
+        # A second process sharing the kernel's work of big batches (partner.py):
+        # asked for by the executor, started once this many files are staged.
+        self._partner_after = START_AFTER if partner else None
+        self._partner: Partner | None = None
+        self._staged_files = 0
+        # Temp files to hand to the partner in its next request, and their bytes.
+        self._handing: list[tuple[str, bytes, int, tuple[int, int] | None]] = []
+        self._handing_bytes = 0
+        # What the partner read back after the last commit: witness and digest by path.
+        self._read_back: dict[str, tuple[Witness, str]] = {}
+        self._awaited: set[str] = set()
         self._staged: list[_Staged] = []
         self._removals: list[str] = []
         # What each staged path will hold after commit (see ``outcomes``).
@@ -576,16 +588,92 @@ class WritableFS(ReadOnlyFS):
         # Staged before it exists: a signal is handled between any two steps, and
         # one right after the file is created must still leave discard() its name.
         self._staged.append(_Staged(temp, final, _is_dir(current), exclusive))
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600)
-        try:
-            _write_all(fd, data)
-            os.fchmod(fd, mode)
-            owner = self._owner(final, current)
-            if owner is not None:
-                os.fchown(fd, *owner)
-        finally:
-            os.close(fd)
+        self._create(temp, data, mode, self._owner(final, current))
         self._outcomes[final] = "file:" + (digest or hashlib.sha256(data).hexdigest())
+
+    def _create(self, temp: str, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
+        """Create a staged temp file now, or have the partner create it meanwhile."""
+        partner = self._started_partner()
+        if partner is None:
+            create_temp(temp, data, mode, owner)
+            return
+        self._handing.append((temp, data, mode, owner))
+        self._handing_bytes += len(data)
+        if len(self._handing) >= HAND_FILES or self._handing_bytes >= partner.request_bytes:
+            if partner.backlog() < BACKLOG:
+                self._hand_over(partner)
+            else:  # it is behind (a slow disk): this process creates these itself
+                handing, self._handing, self._handing_bytes = self._handing, [], 0
+                for item in handing:
+                    create_temp(*item)
+
+    def _started_partner(self) -> Partner | None:
+        """The partner, once it is up; started when a batch turns out big."""
+        self._staged_files += 1
+        partner = self._partner
+        if partner is None:
+            if self._partner_after is None or self._staged_files < self._partner_after:
+                return None
+            self._partner_after = None  # one try per run
+            partner = self._partner = Partner.start()
+            if partner is None:
+                return None
+        return partner if partner.ready() else None
+
+    def _hand_over(self, partner: Partner) -> None:
+        if self._handing:
+            handing, self._handing, self._handing_bytes = self._handing, [], 0
+            partner.submit("create", handing)
+
+    def _settle(self) -> None:
+        """Take every answer the partner owes; raise the first failure it reports.
+
+        Read-back digests are kept for ``digest_file``.
+        """
+        partner = self._partner
+        if partner is None or not (partner.busy or self._handing):
+            return
+        self._hand_over(partner)
+        failure: Failure = None
+        for op, answer in partner.answers():
+            if op == "digest":
+                self._read_back.update((path, (tuple(seen), dig)) for path, seen, dig in answer)
+            elif failure is None:
+                failure = answer
+        self._awaited.clear()
+        if failure is not None:
+            number, message, path = failure
+            if number == errno.EEXIST:
+                raise TargetAppeared(path)
+            raise OSError(number, message, path)
+
+    def _stop_partner(self) -> None:
+        """Stop the partner mid-work; nothing it was asked happens after this."""
+        partner, self._partner = self._partner, None
+        self._handing, self._handing_bytes = [], 0
+        self._awaited.clear()
+        if partner is not None:
+            partner.abort()
+
+    def close(self) -> None:
+        """End the partner, if one was started: the run is done with this file system."""
+        self._stop_partner()
+        self._read_back.clear()
+
+    def digest_file(self, path: Path | str, st: os.stat_result | None = None) -> str:
+        """As ``ReadOnlyFS.digest_file``; a file the partner read back since it was
+        committed, and unchanged since (the same witness), is not read again."""
+        key = os.fspath(path)
+        if key in self._awaited:
+            self._settle()
+        back = self._read_back.pop(key, None)
+        if back is not None:
+            if st is None:
+                st = os.lstat(key)
+            if back[0] == witness_of(st):
+                self._seen(key, st)
+                return back[1]
+        return super().digest_file(key, st)
 
     def symlink(self, path: Path | str, link: str, exclusive: bool = False) -> None:
         """Stage a symlink at ``path``; ``exclusive`` as for ``write``."""
@@ -645,23 +733,20 @@ class WritableFS(ReadOnlyFS):
         the renames reach the disk before the caller journals success.
         """
         if self._staged:
+            self._settle()  # every temp file exists, the partner's too
             _sync_files([s.temp for s in self._staged])
             reach("temp-written")
+        self._read_back.clear()
         self._unchanged()  # after the sync, the longest wait
-        for staged in self._staged:
-            if staged.exclusive:
-                _rename_exclusive(staged.temp, staged.final)
-            else:
-                if staged.replaces_dir:
-                    _remove_tree(staged.final)
-                os.replace(staged.temp, staged.final)
-            self._dirs.add(os.path.dirname(staged.final))
+        halves = self._halves()
+        self._rename_all(halves)
         for path in self._removals:
             _remove_any(path)
             self._dirs.add(os.path.dirname(path))
         for folder, stop in sorted(self._prunes, reverse=True):
             self.remove_empty_dirs(folder, stop)
         _sync_dirs(self._dirs)
+        self._read_back_later(halves[1])
         self._staged.clear()
         self._removals.clear()
         self._prunes.clear()
@@ -669,6 +754,46 @@ class WritableFS(ReadOnlyFS):
         self._fresh.clear()
         self._outcomes.clear()
         self._kept.clear()
+
+    def _halves(self) -> tuple[list[_Staged], list[_Staged]]:
+        """This process's share of the renames and the partner's (none without one).
+
+        A file replacing a folder stays here: the folder goes first.
+        """
+        staged = self._staged
+        if self._partner is None or not self._partner.up or len(staged) < HAND_FILES:
+            return staged, []
+        half = len(staged) // 2
+        theirs = [s for s in staged[half:] if not s.replaces_dir]
+        return staged[:half] + [s for s in staged[half:] if s.replaces_dir], theirs
+
+    def _rename_all(self, halves: tuple[list[_Staged], list[_Staged]]) -> None:
+        mine, theirs = halves
+        if theirs:
+            assert self._partner is not None
+            self._partner.submit("rename", [(s.temp, s.final, s.exclusive) for s in theirs])
+        try:
+            for staged in mine:
+                if staged.exclusive:
+                    _rename_exclusive(staged.temp, staged.final)
+                else:
+                    if staged.replaces_dir:
+                        _remove_tree(staged.final)
+                    os.replace(staged.temp, staged.final)
+                self._dirs.add(os.path.dirname(staged.final))
+        except BaseException:
+            self._stop_partner()  # its renames are over before anything is restored
+            raise
+        self._settle()
+        self._dirs.update(os.path.dirname(s.final) for s in theirs)
+
+    def _read_back_later(self, theirs: list[_Staged]) -> None:
+        """Have the partner read back and hash its share of the files just committed,
+        while this process verifies its own (``digest_file`` takes the answer)."""
+        finals = [s.final for s in theirs if self._outcomes.get(s.final, "").startswith("file:")]
+        if finals and self._partner is not None:
+            self._partner.submit("digest", (finals, self.max_file_bytes))
+            self._awaited.update(finals)
 
     def kept_as(self, path: str, st: os.stat_result | None) -> None:
         """``path`` was kept for a restore as ``st`` shows it: commit holds it to that."""
@@ -687,6 +812,8 @@ class WritableFS(ReadOnlyFS):
 
     def discard(self) -> None:
         """Drop staged temp files (used when a batch fails before commit)."""
+        if self._partner is not None and (self._partner.busy or self._handing):
+            self._stop_partner()  # it may be creating temp files: it stops first
         for staged in self._staged:
             _remove_any(staged.temp)
         self._staged.clear()
@@ -730,59 +857,11 @@ def _is_dir(st: os.stat_result | None) -> bool:
     return st is not None and stat.S_ISDIR(st.st_mode)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-_AT_FDCWD = -100
-_RENAME_NOREPLACE = 1
-# EPERM: some seccomp sandboxes answer an unknown system call with it.
-_NOREPLACE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM}
-
-
 def _rename_exclusive(temp: str, final: str) -> None:
-    """Rename ``temp`` to ``final`` only if nothing is at ``final``, atomically.
-
-    renameat2(RENAME_NOREPLACE) makes "still absent" and "now ours" one step,
-    so a file that appeared after the plan is never replaced, however late it
-    came. Where the kernel or file system lacks it, a look right before the
-    rename is the best left (a window of microseconds, not of the whole run).
-    """
-    rename2 = _renameat2()
-    if rename2 is not None:
-        if (
-            rename2(_AT_FDCWD, os.fsencode(temp), _AT_FDCWD, os.fsencode(final), _RENAME_NOREPLACE)
-            == 0
-        ):
-            return
-        err = ctypes.get_errno()
-        if err == errno.EEXIST:
-            raise TargetAppeared(final)
-        if err not in _NOREPLACE_UNSUPPORTED:
-            raise OSError(err, os.strerror(err), final)
-    if os.path.lexists(final):
-        raise TargetAppeared(final)
-    os.rename(temp, final)
-
-
-@functools.cache
-def _renameat2() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    if function is None:  # a C library older than glibc 2.28
-        return None
-    function.argtypes = [
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_uint,
-    ]
-    function.restype = ctypes.c_int
-    return function  # type: ignore[no-any-return]
+    try:
+        rename_exclusive(temp, final)
+    except FileExistsError:
+        raise TargetAppeared(final) from None
 
 
 def _remove_any(path: str) -> None:

@@ -13,9 +13,9 @@ edited meanwhile is simply read again. The child only reads, and anything it
 fails at (a link, a folder, a vanished or oversized file, the child itself
 dying) is left to the parent's ordinary reads.
 
-Run as a script, this module is that child: it takes the request on stdin
-and answers in length-prefixed frames on stdout, so the parent's memory
-stays one frame deep.
+The child runs ``serve`` in a bare interpreter (fsops.child_command): it
+takes the request on stdin and answers in length-prefixed frames on stdout,
+so the parent's memory stays one frame deep.
 """
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ import atexit
 import contextlib
 import hashlib
 import marshal
-import os
 import select
-import stat
-import struct
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
+
+from trueup.fsops import child_command, cores, put_frame, read_still, take_frame
 
 if TYPE_CHECKING:
     import subprocess
@@ -42,9 +41,6 @@ if TYPE_CHECKING:
 #: Fewer sources than this are read faster than a process starts.
 MIN_FILES = 256
 _FRAME_FILES = 256
-_HEADER = struct.Struct(">I")
-# O_NONBLOCK: a source swapped for a pipe is skipped (fstat below), not waited on.
-_O_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class ReadAhead:
@@ -60,13 +56,13 @@ class ReadAhead:
         cls, paths: list[str], max_file_bytes: int, keep_file: int, keep_budget: int
     ) -> ReadAhead | None:
         """A running read-ahead, or ``None`` where it would not pay (few files, one core)."""
-        if len(paths) < MIN_FILES or len(_cores()) < 2:
+        if len(paths) < MIN_FILES or len(cores()) < 2:
             return None
         import subprocess
 
         try:
             process = subprocess.Popen(
-                [sys.executable, "-I", "-S", __file__],
+                child_command("readahead", "serve"),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -100,7 +96,7 @@ class ReadAhead:
         try:
             for path, key, digest, data, read_ns in _records(process.stdout):
                 cache.learn(path, key, digest, data, read_ns)
-        except (OSError, ValueError, EOFError, TypeError, struct.error):
+        except (OSError, ValueError, EOFError, TypeError):
             pass  # what was learned stands; the parent reads the rest itself
         finally:
             self._stop(process)
@@ -127,80 +123,37 @@ def _hand(stream: IO[bytes] | None, request: bytes) -> None:
         stream.close()
 
 
-def _cores() -> set[int] | range:
-    try:
-        return os.sched_getaffinity(0)
-    except AttributeError:  # not on Linux
-        return range(os.cpu_count() or 1)
-
-
 def _records(stream: IO[bytes]) -> Iterator[tuple[str, Any, str, bytes | None, int]]:
-    while header := stream.read(_HEADER.size):
-        (size,) = _HEADER.unpack(header)
-        frame = stream.read(size)
-        if len(frame) != size:
+    while True:
+        try:
+            frame = take_frame(stream)
+        except EOFError:
             return
-        for path, key, digest, data, read_ns in marshal.loads(frame):
+        for path, key, digest, data, read_ns in frame:
             yield path, tuple(key), digest, data, read_ns
-
-
-def _read(path: str, max_file_bytes: int) -> tuple[tuple[int, int, int, int], bytes] | None:
-    """A regular file's stat key and bytes, if it held still while it was read."""
-    try:
-        fd = os.open(path, _O_FLAGS)
-    except (OSError, ValueError):  # ValueError: a NUL in the path
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_file_bytes:
-            return None
-        data = os.read(fd, st.st_size + 1)
-        after = os.fstat(fd)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    key = _key(st)
-    if len(data) != st.st_size or key != _key(after):
-        return None
-    return key, data
-
-
-def _key(st: os.stat_result) -> tuple[int, int, int, int]:
-    """fs.stat_key's spelling (this module runs without trueup importable)."""
-    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def _child(request: bytes, out: IO[bytes]) -> None:
     """Read everything, then answer: the parent is busy validating meanwhile, and a
     pipe holds 64 KiB, so writing as it goes would stall the reading at once."""
     paths, max_file_bytes, keep_file, keep_budget = marshal.loads(request)
-    frame: list[tuple[str, Any, str, bytes | None, int]] = []
-    frames: list[bytes] = []
+    records: list[tuple[str, Any, str, bytes | None, int]] = []
     # From the last: the parent, which reads for itself until this is ready, goes
     # from the first, so the two meet somewhere in between and little is read twice.
     for path in reversed(paths):
-        found = _read(path, max_file_bytes)
+        found = read_still(path, max_file_bytes)
         if found is not None:
-            key, data = found
+            st, data = found
+            key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)  # fs.stat_key
             digest = hashlib.sha256(data).hexdigest()
             kept = len(data) <= min(keep_file, keep_budget)
             keep_budget -= len(data) if kept else 0
-            frame.append((path, key, digest, data if kept else None, time.time_ns()))
-        if len(frame) >= _FRAME_FILES:
-            _pack(frames, frame)
-    _pack(frames, frame)
-    for blob in frames:
-        out.write(blob)
+            records.append((path, key, digest, data if kept else None, time.time_ns()))
+    for first in range(0, len(records), _FRAME_FILES):
+        put_frame(out, records[first : first + _FRAME_FILES])
 
 
-def _pack(frames: list[bytes], frame: list[Any]) -> None:
-    if frame:
-        blob = marshal.dumps(frame)
-        frames.append(_HEADER.pack(len(blob)) + blob)
-        frame.clear()
-
-
-if __name__ == "__main__":
+def serve() -> None:
+    """The child's whole life (see the module's docstring)."""
     _child(sys.stdin.buffer.read(), sys.stdout.buffer)
     sys.stdout.buffer.flush()

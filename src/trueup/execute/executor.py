@@ -203,6 +203,12 @@ class Executor:
             )
         self.results = [ActionResult(s, a, "skipped", message=a.summary) for s, a in skipped]
         try:
+            return self._execute(plan, pending)
+        finally:
+            self.fs.close()
+
+    def _execute(self, plan: Plan, pending: Sequence[tuple[int, Action]]) -> RunResult:
+        try:
             with signals_interrupt():
                 for batch in self._batches(pending):
                     self._batch(batch)

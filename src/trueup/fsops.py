@@ -1,0 +1,179 @@
+"""File-system steps shared by trueup and its helper processes.
+
+The read-ahead (readahead.py) and the commit partner (partner.py) run in a
+bare interpreter (``python -I -S``) that starts in ~10 ms because it imports
+the standard library only: what they share with fs.py lives here, free of
+trueup's other imports.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import functools
+import marshal
+import os
+import stat
+import struct
+import sys
+from collections.abc import Callable
+from typing import IO, Any
+
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: a file swapped for a pipe reads empty (and fstat shows it), not forever.
+_O_READ = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | O_CLOEXEC
+_HEADER = struct.Struct(">I")
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+# EPERM: some seccomp sandboxes answer an unknown system call with it.
+_NOREPLACE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM}
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def create_temp(temp: str, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
+    """A new file at ``temp`` holding ``data``; never opens one that is already there.
+
+    Created private (0600) and given its mode only once written, so bytes
+    meant for a private file are never readable by others, even for a moment.
+    """
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC, 0o600)
+    try:
+        write_all(fd, data)
+        os.fchmod(fd, mode)
+        if owner is not None:
+            os.fchown(fd, *owner)
+    finally:
+        os.close(fd)
+
+
+def rename_exclusive(temp: str, final: str) -> None:
+    """Rename ``temp`` to ``final`` only if nothing is at ``final``, atomically.
+
+    renameat2(RENAME_NOREPLACE) makes "still absent" and "now ours" one step,
+    so a file that appeared after the plan is never replaced, however late it
+    came. Where the kernel or file system lacks it, a look right before the
+    rename is the best left (a window of microseconds, not of the whole run).
+    Raises ``FileExistsError`` when something is at ``final``.
+    """
+    rename2 = _renameat2()
+    if rename2 is not None:
+        if (
+            rename2(_AT_FDCWD, os.fsencode(temp), _AT_FDCWD, os.fsencode(final), _RENAME_NOREPLACE)
+            == 0
+        ):
+            return
+        err = ctypes.get_errno()
+        if err not in _NOREPLACE_UNSUPPORTED:
+            raise (FileExistsError if err == errno.EEXIST else OSError)(
+                err, os.strerror(err), final
+            )
+    if os.path.lexists(final):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), final)
+    os.rename(temp, final)
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if function is None:  # a C library older than glibc 2.28
+        return None
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    function.restype = ctypes.c_int
+    return function  # type: ignore[no-any-return]
+
+
+def read_still(path: str, max_file_bytes: int) -> tuple[os.stat_result, bytes] | None:
+    """A regular file's stat and bytes, if it held still while it was read; else ``None``.
+
+    Never follows a link and never waits on a pipe: anything odd is left to
+    the caller's own reads, which word the problem.
+    """
+    try:
+        fd = os.open(path, _O_READ)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_file_bytes:
+            return None
+        data = os.read(fd, st.st_size + 1)
+        after = os.fstat(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) != st.st_size or witness(st) != witness(after):
+        return None
+    return st, data
+
+
+def witness(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """fs.witness_of's spelling: the type and the stat key."""
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+
+def cores() -> set[int] | range:
+    """The cores this process may run on: a helper process pays only with two."""
+    try:
+        return os.sched_getaffinity(0)
+    except AttributeError:  # not on Linux
+        return range(os.cpu_count() or 1)
+
+
+def frame(value: Any) -> bytes:
+    """``value`` (marshal: plain data only) as one length-prefixed frame."""
+    blob = marshal.dumps(value)
+    return _HEADER.pack(len(blob)) + blob
+
+
+def put_frame(stream: IO[bytes], value: Any) -> None:
+    stream.write(frame(value))
+
+
+def next_frame(buffer: bytearray) -> tuple[bool, Any]:
+    """Take the first whole frame off ``buffer``: (True, its value), else (False, None)."""
+    if len(buffer) < _HEADER.size:
+        return False, None
+    (size,) = _HEADER.unpack_from(buffer)
+    end = _HEADER.size + size
+    if len(buffer) < end:
+        return False, None
+    value = marshal.loads(bytes(buffer[_HEADER.size : end]))
+    del buffer[:end]
+    return True, value
+
+
+def take_frame(stream: IO[bytes]) -> Any:
+    """The next frame's value; ``EOFError`` at the end of the stream, whole or cut."""
+    header = stream.read(_HEADER.size)
+    if len(header) != _HEADER.size:
+        raise EOFError
+    (size,) = _HEADER.unpack(header)
+    blob = stream.read(size)
+    if len(blob) != size:
+        raise EOFError
+    return marshal.loads(blob)
+
+
+def child_command(module: str, function: str) -> list[str]:
+    """How to run ``trueup.<module>.<function>()`` in a bare interpreter."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = (
+        f"import sys; sys.path.insert(0, {package_parent!r}); "
+        f"from trueup.{module} import {function}; {function}()"
+    )
+    return [sys.executable, "-I", "-S", "-c", code]
