@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from trueup.fs import (
     racy,
     sha256_bytes,
 )
+from trueup.partner import HAND_FILES, START_AFTER
 
 
 def age(path: Path, seconds: float) -> None:
@@ -369,3 +371,84 @@ def test_a_pipe_is_refused_by_name_and_never_opened(tmp_path: Path) -> None:
     os.mkfifo(pipe)
     with pytest.raises(ConflictError, match="is a pipe, socket or device"):
         ReadOnlyFS().read_bytes(pipe)
+
+
+# -- a partner process sharing big batches (partner.py) ------------------------
+needs_two_cores = pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="a partner is only started with two cores"
+)
+MANY = START_AFTER + 4 * HAND_FILES
+
+
+def partnered(tmp_path: Path, exclusive: bool = True) -> tuple[WritableFS, list[Path]]:
+    """A file system whose partner is up, with MANY files staged under ``tmp_path``."""
+    fs = WritableFS(tag="run", partner=True)
+    targets = [tmp_path / f"d{i % 3}" / f"f{i}.txt" for i in range(MANY)]
+    for i, target in enumerate(targets[:START_AFTER]):
+        fs.write(target, f"file {i}\n".encode(), exclusive=exclusive)
+    deadline = time.monotonic() + 10
+    while not fs.partnered:
+        assert time.monotonic() < deadline, "the partner never started"
+        time.sleep(0.01)
+    for i, target in enumerate(targets[START_AFTER:], START_AFTER):
+        fs.write(target, f"file {i}\n".encode(), executable=i % 2 == 0, exclusive=exclusive)
+    return fs, targets
+
+
+@needs_two_cores
+@pytest.mark.parametrize("exclusive", [True, False])
+def test_a_big_batch_shared_with_a_partner_lands_whole(tmp_path: Path, exclusive: bool) -> None:
+    fs, targets = partnered(tmp_path, exclusive)
+    assert not any(t.exists() for t in targets), "nothing is visible before commit"
+    fs.commit()
+    for i, target in enumerate(targets):
+        assert target.read_bytes() == f"file {i}\n".encode()
+        want = 0o755 if i >= START_AFTER and i % 2 == 0 else 0o644
+        assert stat.S_IMODE(target.stat().st_mode) == want, target
+        assert fs.digest_file(target) == sha256_bytes(f"file {i}\n".encode())
+    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
+    fs.close()
+    assert not fs.partnered
+
+
+@needs_two_cores
+def test_a_file_the_partner_read_back_is_read_again_once_it_changed(tmp_path: Path) -> None:
+    fs, targets = partnered(tmp_path)
+    fs.commit()
+    last = targets[-1]  # in the partner's share of the read-back
+    last.write_bytes(b"changed by hand, and longer\n")
+    assert fs.digest_file(last) == sha256_bytes(b"changed by hand, and longer\n")
+    fs.close()
+
+
+@needs_two_cores
+def test_a_target_that_appears_in_the_partners_share_is_never_replaced(tmp_path: Path) -> None:
+    fs, targets = partnered(tmp_path)
+    targets[-1].write_text("somebody's\n")
+    with pytest.raises(TargetAppeared) as raised:
+        fs.commit()
+    assert raised.value.path == str(targets[-1])
+    assert targets[-1].read_text() == "somebody's\n"
+    fs.discard()
+    fs.close()
+    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
+
+
+@needs_two_cores
+def test_a_partner_killed_mid_batch_fails_the_commit_and_leaves_nothing(tmp_path: Path) -> None:
+    fs, targets = partnered(tmp_path)
+    fs._partner._process.kill()  # type: ignore[union-attr]  # as the OOM killer would
+    with pytest.raises(OSError, match="stopped unexpectedly"):
+        fs.commit()
+    fs.discard()
+    assert not any(t.exists() for t in targets)
+    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
+
+
+@needs_two_cores
+def test_discard_stops_a_partner_still_creating_before_removing_its_files(tmp_path: Path) -> None:
+    fs, _ = partnered(tmp_path)
+    fs.discard()
+    time.sleep(0.2)  # had it gone on creating, its files would be here now
+    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
+    assert not fs.partnered

@@ -655,6 +655,11 @@ class WritableFS(ReadOnlyFS):
         if partner is not None:
             partner.abort()
 
+    @property
+    def partnered(self) -> bool:
+        """Whether a partner process is sharing this file system's work now."""
+        return self._partner is not None and self._partner.ready()
+
     def close(self) -> None:
         """End the partner, if one was started: the run is done with this file system."""
         self._stop_partner()

@@ -533,3 +533,61 @@ def test_a_killed_runs_pid_taken_by_another_process_does_not_keep_it_alive(
     finally:
         other.kill()
         other.wait()
+
+
+# A tree big enough that a partner process shares the batch (trueup/partner.py):
+# it may be creating temp files when the parent is killed or interrupted.
+BIG = 600
+BIG_PROFILE = """
+[profile]
+id = "big"
+name = "Big"
+
+[[resource]]
+id = "tree"
+kind = "directory"
+target = "tree"
+source = "tree"
+"""
+
+
+def big_tree(world: World) -> str:
+    for i in range(BIG):
+        world.write(f"tree/d{i % 7}/f{i}.txt", f"file {i}\n" * (i % 50 + 1))
+    return str(world.write("big.toml", BIG_PROFILE))
+
+
+def landed(world: World) -> list[int]:
+    """Which files of the big tree hold what is declared; any other content fails."""
+    found = []
+    for i in range(BIG):
+        now = read(world, f"tree/d{i % 7}/f{i}.txt")
+        assert now in (None, f"file {i}\n" * (i % 50 + 1)), f"f{i} is half-way"
+        if now is not None:
+            found.append(i)
+    return found
+
+
+@pytest.mark.parametrize("boundary", ["outcomes-noted", "temp-written", "mutated"])
+def test_a_big_batch_killed_while_shared_with_a_partner_recovers_whole(
+    world: World, boundary: str
+) -> None:
+    profile = big_tree(world)
+    crash = {"TRUEUP_CRASH_AT": boundary}
+    killed = world.run("apply", profile, "--root", str(world.root), "--yes", env=crash)
+    assert killed.code == -9, killed.out + killed.err
+    assert landed(world) in ([], list(range(BIG)))
+    recovered = world.run("recover")
+    assert recovered.code == 0, recovered.out + recovered.err
+    assert landed(world) == list(range(BIG))
+    assert temp_files(world.root) == []
+
+
+def test_a_big_batch_interrupted_while_shared_with_a_partner_is_restored(world: World) -> None:
+    profile = big_tree(world)
+    crash = {"TRUEUP_CRASH_AT": "outcomes-noted:1:SIGINT"}
+    stopped = world.run("apply", profile, "--root", str(world.root), "--yes", env=crash)
+    assert stopped.code == 7, stopped.out + stopped.err
+    time.sleep(0.2)  # a partner left working would have created files by now
+    assert landed(world) == []
+    assert temp_files(world.root) == []

@@ -1,0 +1,105 @@
+"""The commit partner: a second process that does what it is asked, on the names it
+is given, answers in order, and does nothing more once stopped."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from trueup.fsops import witness
+from trueup.partner import Partner, PartnerGone
+
+pytestmark = pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="a partner is only started with two cores"
+)
+
+
+def started() -> Partner:
+    partner = Partner.start()
+    assert partner is not None
+    deadline = time.monotonic() + 10
+    while not partner.ready():
+        assert time.monotonic() < deadline, "the partner never said it was up"
+        time.sleep(0.01)
+    return partner
+
+
+def test_it_creates_renames_and_reads_back_what_it_is_asked(tmp_path: Path) -> None:
+    partner = started()
+    try:
+        temps = [str(tmp_path / f".t{i}") for i in range(3)]
+        partner.submit(
+            "create", [(t, f"data {i}".encode(), 0o640, None) for i, t in enumerate(temps)]
+        )
+        finals = [str(tmp_path / f"f{i}") for i in range(3)]
+        partner.submit("rename", [(t, f, True) for t, f in zip(temps, finals, strict=True)])
+        partner.submit("digest", (finals, 1024))
+        answers = partner.answers()
+        assert [op for op, _ in answers] == ["create", "rename", "digest"]
+        assert answers[0][1] is None and answers[1][1] is None
+        for i, final in enumerate(finals):
+            assert Path(final).read_bytes() == f"data {i}".encode()
+            assert os.stat(final).st_mode & 0o777 == 0o640
+        assert [tuple(found) for found in answers[2][1]] == [
+            (f, witness(os.lstat(f)), hashlib.sha256(Path(f).read_bytes()).hexdigest())
+            for f in finals
+        ]
+        assert not partner.busy
+    finally:
+        partner.abort()
+
+
+def test_it_reports_the_first_failure_of_a_request_and_goes_on_with_the_next(
+    tmp_path: Path,
+) -> None:
+    partner = started()
+    try:
+        (tmp_path / "taken").write_text("somebody's")
+        (tmp_path / ".t").write_text("staged")
+        partner.submit("rename", [(str(tmp_path / ".t"), str(tmp_path / "taken"), True)])
+        partner.submit("create", [(str(tmp_path / "no" / "such" / ".t"), b"x", 0o644, None)])
+        partner.submit("create", [(str(tmp_path / ".ok"), b"x", 0o644, None)])
+        (rename, refused), (_, missing), (_, fine) = partner.answers()
+        assert rename == "rename" and refused[0] == errno.EEXIST
+        assert refused[2] == str(tmp_path / "taken")
+        assert (tmp_path / "taken").read_text() == "somebody's"
+        assert missing is not None and missing[0] == errno.ENOENT
+        assert fine is None and (tmp_path / ".ok").read_bytes() == b"x"
+    finally:
+        partner.abort()
+
+
+def test_it_never_replaces_a_file_it_was_asked_to_create(tmp_path: Path) -> None:
+    partner = started()
+    try:
+        (tmp_path / ".t").write_text("planted")
+        partner.submit("create", [(str(tmp_path / ".t"), b"mine", 0o644, None)])
+        [(_, failure)] = partner.answers()
+        assert failure is not None and failure[0] == errno.EEXIST
+        assert (tmp_path / ".t").read_text() == "planted"
+    finally:
+        partner.abort()
+
+
+def test_once_stopped_it_is_gone_and_says_so(tmp_path: Path) -> None:
+    partner = started()
+    partner.abort()
+    assert not partner.up and not partner.busy
+    with pytest.raises(PartnerGone):
+        partner.submit("create", [(str(tmp_path / ".t"), b"x", 0o644, None)])
+    assert not (tmp_path / ".t").exists()
+
+
+def test_a_partner_that_dies_holding_a_request_is_reported_not_waited_on(tmp_path: Path) -> None:
+    partner = started()
+    big = [(str(tmp_path / f".t{i}"), b"x" * 4096, 0o644, None) for i in range(2000)]
+    partner.submit("create", big)
+    partner._process.kill()  # type: ignore[union-attr]  # as the OOM killer would
+    with pytest.raises(PartnerGone):
+        partner.answers()
+    assert not partner.up
