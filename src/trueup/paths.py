@@ -29,7 +29,10 @@ def normalise_target(raw: str) -> str:
         raise TargetError("target is empty")
     if "\0" in raw:
         raise TargetError("target contains a NUL character")
-    text = unicodedata.normalize("NFC", raw.replace("\\", "/"))
+    text = raw.replace("\\", "/")
+    plain = text.isascii()  # already NFC, one byte a character: the common case, made quick
+    if not plain:
+        text = unicodedata.normalize("NFC", text)
     if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
         raise TargetError(f"target {raw!r} is absolute; targets are relative to the root")
     if not _GLOB.isdisjoint(text):
@@ -40,7 +43,7 @@ def normalise_target(raw: str) -> str:
     if ".." in parts:
         raise TargetError(f"target {raw!r} contains '..'")
     for part in parts:
-        size = len(part.encode("utf-8", "surrogatepass"))
+        size = len(part) if plain else len(part.encode("utf-8", "surrogatepass"))
         if size > _NAME_MAX:
             raise TargetError(
                 f"target {raw!r} has a name of {size} bytes; file systems allow {_NAME_MAX}"

@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
-from trueup.fsops import child_command, cores, put_frame, read_still, take_frame
+from trueup.fsops import child_command, cores, frame, read_still, take_frame
 
 if TYPE_CHECKING:
     import subprocess
@@ -135,9 +135,11 @@ def _records(stream: IO[bytes]) -> Iterator[tuple[str, Any, str, bytes | None, i
 
 def _child(request: bytes, out: IO[bytes]) -> None:
     """Read everything, then answer: the parent is busy validating meanwhile, and a
-    pipe holds 64 KiB, so writing as it goes would stall the reading at once."""
+    pipe holds 64 KiB, so writing as it goes would stall the reading at once. Frames
+    are packed as they fill, so the answer then streams out as fast as it is taken."""
     paths, max_file_bytes, keep_file, keep_budget = marshal.loads(request)
     records: list[tuple[str, Any, str, bytes | None, int]] = []
+    packed: list[bytes] = []
     # From the last: the parent, which reads for itself until this is ready, goes
     # from the first, so the two meet somewhere in between and little is read twice.
     for path in reversed(paths):
@@ -149,8 +151,13 @@ def _child(request: bytes, out: IO[bytes]) -> None:
             kept = len(data) <= min(keep_file, keep_budget)
             keep_budget -= len(data) if kept else 0
             records.append((path, key, digest, data if kept else None, time.time_ns()))
-    for first in range(0, len(records), _FRAME_FILES):
-        put_frame(out, records[first : first + _FRAME_FILES])
+        if len(records) >= _FRAME_FILES:
+            packed.append(frame(records))
+            records = []
+    if records:
+        packed.append(frame(records))
+    for blob in packed:
+        out.write(blob)
 
 
 def serve() -> None:

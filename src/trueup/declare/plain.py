@@ -54,7 +54,7 @@ def is_optional_bool(value: Any) -> bool:
 
 def checked(raw: Any, shape: Shape) -> dict[str, Any] | None:
     """``raw`` with defaults filled in, if every field is known and plainly valid."""
-    if not isinstance(raw, Mapping) or not set(raw) <= set(shape):
+    if not isinstance(raw, Mapping) or not raw.keys() <= shape.keys():
         return None
     out: dict[str, Any] = {}
     for name, (check, default) in shape.items():
