@@ -18,10 +18,10 @@ from trueup.fs import (
     StatCache,
     TargetAppeared,
     WritableFS,
-    file_systems,
     racy,
     sha256_bytes,
 )
+from trueup.fsops import file_systems
 from trueup.partner import HAND_FILES, START_AFTER
 
 
@@ -452,3 +452,18 @@ def test_discard_stops_a_partner_still_creating_before_removing_its_files(tmp_pa
     time.sleep(0.2)  # had it gone on creating, its files would be here now
     assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
     assert not fs.partnered
+
+
+@needs_two_cores
+def test_a_commit_whose_flush_is_left_to_the_partner_is_visible_at_once_and_then_durable(
+    tmp_path: Path,
+) -> None:
+    fs, targets = partnered(tmp_path)
+    fs.commit(durable_later=True)
+    assert all(t.exists() for t in targets)
+    assert fs.digest_file(targets[-1]) == sha256_bytes(f"file {MANY - 1}\n".encode())
+    fs.durable()
+    fs.write(tmp_path / "next.txt", b"next\n")  # and the next commit goes on from there
+    fs.commit()
+    assert (tmp_path / "next.txt").read_bytes() == b"next\n"
+    fs.close()

@@ -39,9 +39,10 @@ def test_it_creates_renames_and_reads_back_what_it_is_asked(tmp_path: Path) -> N
         finals = [str(tmp_path / f"f{i}") for i in range(3)]
         partner.submit("rename", [(t, f, True) for t, f in zip(temps, finals, strict=True)])
         partner.submit("digest", (finals, 1024))
+        partner.submit("sync", [str(tmp_path)])
         answers = partner.answers()
-        assert [op for op, _ in answers] == ["create", "rename", "digest"]
-        assert answers[0][1] is None and answers[1][1] is None
+        assert [op for op, _ in answers] == ["create", "rename", "digest", "sync"]
+        assert answers[0][1] is None and answers[1][1] is None and answers[3][1] is None
         for i, final in enumerate(finals):
             assert Path(final).read_bytes() == f"data {i}".encode()
             assert os.stat(final).st_mode & 0o777 == 0o640
@@ -50,6 +51,18 @@ def test_it_creates_renames_and_reads_back_what_it_is_asked(tmp_path: Path) -> N
             for f in finals
         ]
         assert not partner.busy
+    finally:
+        partner.abort()
+
+
+def test_answers_can_be_taken_up_to_a_kind_of_request(tmp_path: Path) -> None:
+    partner = started()
+    try:
+        (tmp_path / "f").write_text("x")
+        partner.submit("digest", ([str(tmp_path / "f")], 1024))
+        partner.submit("sync", [str(tmp_path)])
+        assert [op for op, _ in partner.answers(until="digest")] == ["digest"]
+        assert [op for op, _ in partner.answers()] == ["sync"]
     finally:
         partner.abort()
 

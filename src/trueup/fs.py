@@ -9,21 +9,25 @@ directory), which is as safe as fsync-per-file and much faster for big trees.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import hashlib
 import os
 import stat
-import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
-from trueup.fsops import O_CLOEXEC, create_temp, rename_exclusive
+from trueup.fsops import (
+    O_CLOEXEC,
+    create_temp,
+    rename_exclusive,
+    sync_dirs,
+    sync_files,
+)
 from trueup.partner import BACKLOG, HAND_FILES, START_AFTER, Failure, Partner
 
 if TYPE_CHECKING:
@@ -497,6 +501,8 @@ class WritableFS(ReadOnlyFS):
         # What the partner read back after the last commit: witness and digest by path.
         self._read_back: dict[str, tuple[Witness, str]] = {}
         self._awaited: set[str] = set()
+        # The last commit's folders are being flushed by the partner (``durable``).
+        self._flushing = False
         self._staged: list[_Staged] = []
         self._removals: list[str] = []
         # What each staged path will hold after commit (see ``outcomes``).
@@ -625,8 +631,9 @@ class WritableFS(ReadOnlyFS):
             handing, self._handing, self._handing_bytes = self._handing, [], 0
             partner.submit("create", handing)
 
-    def _settle(self) -> None:
-        """Take every answer the partner owes; raise the first failure it reports.
+    def _settle(self, until: str | None = None) -> None:
+        """Take every answer the partner owes (``until``: see ``Partner.answers``);
+        raise the first failure it reports.
 
         Read-back digests are kept for ``digest_file``.
         """
@@ -635,12 +642,14 @@ class WritableFS(ReadOnlyFS):
             return
         self._hand_over(partner)
         failure: Failure = None
-        for op, answer in partner.answers():
+        for op, answer in partner.answers(until):
             if op == "digest":
                 self._read_back.update((path, (tuple(seen), dig)) for path, seen, dig in answer)
+                self._awaited.clear()
+            elif op == "sync":
+                self._flushing = False
             elif failure is None:
                 failure = answer
-        self._awaited.clear()
         if failure is not None:
             number, message, path = failure
             if number == errno.EEXIST:
@@ -652,6 +661,7 @@ class WritableFS(ReadOnlyFS):
         partner, self._partner = self._partner, None
         self._handing, self._handing_bytes = [], 0
         self._awaited.clear()
+        self._flushing = False
         if partner is not None:
             partner.abort()
 
@@ -670,7 +680,7 @@ class WritableFS(ReadOnlyFS):
         committed, and unchanged since (the same witness), is not read again."""
         key = os.fspath(path)
         if key in self._awaited:
-            self._settle()
+            self._settle(until="digest")
         back = self._read_back.pop(key, None)
         if back is not None:
             if st is None:
@@ -731,15 +741,17 @@ class WritableFS(ReadOnlyFS):
         """
         return dict(self._outcomes)
 
-    def commit(self) -> None:
+    def commit(self, durable_later: bool = False) -> None:
         """Make every staged change durable and visible, in a crash-safe order.
 
         Temp contents reach the disk before any rename makes them visible, and
-        the renames reach the disk before the caller journals success.
+        the renames reach the disk before the caller journals success: at once,
+        or, with ``durable_later``, by the partner while the caller verifies,
+        and then the caller calls ``durable`` before it journals.
         """
         if self._staged:
             self._settle()  # every temp file exists, the partner's too
-            _sync_files([s.temp for s in self._staged])
+            sync_files([s.temp for s in self._staged])
             reach("temp-written")
         self._read_back.clear()
         self._unchanged()  # after the sync, the longest wait
@@ -750,8 +762,12 @@ class WritableFS(ReadOnlyFS):
             self._dirs.add(os.path.dirname(path))
         for folder, stop in sorted(self._prunes, reverse=True):
             self.remove_empty_dirs(folder, stop)
-        _sync_dirs(self._dirs)
-        self._read_back_later(halves[1])
+        self._read_back_later(halves[1])  # first: verification waits for it, not the flush
+        if durable_later and self._partner is not None and self._partner.up and self._dirs:
+            self._partner.submit("sync", sorted(self._dirs))
+            self._flushing = True
+        else:
+            sync_dirs(self._dirs)
         self._staged.clear()
         self._removals.clear()
         self._prunes.clear()
@@ -759,6 +775,11 @@ class WritableFS(ReadOnlyFS):
         self._fresh.clear()
         self._outcomes.clear()
         self._kept.clear()
+
+    def durable(self) -> None:
+        """Wait until what the last commit made visible is on disk (``commit``)."""
+        if self._flushing:
+            self._settle()
 
     def _halves(self) -> tuple[list[_Staged], list[_Staged]]:
         """This process's share of the renames and the partner's (none without one).
@@ -884,86 +905,3 @@ def _remove_tree(path: str) -> None:
     import shutil
 
     shutil.rmtree(path)
-
-
-def _fsync_dir(folder: str) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-_SYNCFS_BATCH = 16
-
-
-def sync_paths(files: list[str], folders: list[str]) -> None:
-    """Flush files, then the folders whose entries name them."""
-    _sync_files(files)
-    _sync_dirs(folders)
-
-
-def _sync_files(paths: list[str]) -> None:
-    """Flush file contents: one syncfs per file system for a large batch, fsync each for a few.
-
-    Every path is a file trueup created, so it lives on its folder's file system.
-    """
-    if len(paths) >= _SYNCFS_BATCH and _syncfs_all({os.path.dirname(p) or "." for p in paths}):
-        return
-    for path in paths:
-        if os.path.islink(path):
-            continue
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _sync_dirs(folders: Iterable[str]) -> None:
-    """Flush folder entries: one syncfs per file system for many, fsync each for a few."""
-    folders = sorted(set(folders))
-    if len(folders) >= _SYNCFS_BATCH and _syncfs_all(folders):
-        return
-    for folder in folders:
-        _fsync_dir(folder)
-
-
-def file_systems(folders: Iterable[str]) -> list[str]:
-    """One existing folder per file system among ``folders`` (a vanished one is skipped).
-
-    A tree may cross mount points: a syncfs of the file system holding the
-    first path would leave the others' writes in memory.
-    """
-    found: dict[int, str] = {}
-    for folder in folders:
-        try:
-            found.setdefault(os.stat(folder).st_dev, folder)
-        except OSError:
-            continue
-    return list(found.values())
-
-
-def _syncfs_all(folders: Iterable[str]) -> bool:
-    """syncfs(2) on every file system holding one of ``folders``; False where unavailable."""
-    return all(_syncfs(folder) for folder in file_systems(folders))
-
-
-def _syncfs(folder: str) -> bool:
-    """syncfs(2) on the file system holding ``folder``; False where unavailable."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        return bool(libc.syncfs(fd) == 0)
-    finally:
-        os.close(fd)

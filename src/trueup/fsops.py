@@ -16,7 +16,7 @@ import os
 import stat
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -177,3 +177,86 @@ def child_command(module: str, function: str) -> list[str]:
         f"from trueup.{module} import {function}; {function}()"
     )
     return [sys.executable, "-I", "-S", "-c", code]
+
+
+def _fsync_dir(folder: str) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+_SYNCFS_BATCH = 16
+
+
+def sync_paths(files: list[str], folders: list[str]) -> None:
+    """Flush files, then the folders whose entries name them."""
+    sync_files(files)
+    sync_dirs(folders)
+
+
+def sync_files(paths: list[str]) -> None:
+    """Flush file contents: one syncfs per file system for a large batch, fsync each for a few.
+
+    Every path is a file trueup created, so it lives on its folder's file system.
+    """
+    if len(paths) >= _SYNCFS_BATCH and _syncfs_all({os.path.dirname(p) or "." for p in paths}):
+        return
+    for path in paths:
+        if os.path.islink(path):
+            continue
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def sync_dirs(folders: Iterable[str]) -> None:
+    """Flush folder entries: one syncfs per file system for many, fsync each for a few."""
+    folders = sorted(set(folders))
+    if len(folders) >= _SYNCFS_BATCH and _syncfs_all(folders):
+        return
+    for folder in folders:
+        _fsync_dir(folder)
+
+
+def file_systems(folders: Iterable[str]) -> list[str]:
+    """One existing folder per file system among ``folders`` (a vanished one is skipped).
+
+    A tree may cross mount points: a syncfs of the file system holding the
+    first path would leave the others' writes in memory.
+    """
+    found: dict[int, str] = {}
+    for folder in folders:
+        try:
+            found.setdefault(os.stat(folder).st_dev, folder)
+        except OSError:
+            continue
+    return list(found.values())
+
+
+def _syncfs_all(folders: Iterable[str]) -> bool:
+    """syncfs(2) on every file system holding one of ``folders``; False where unavailable."""
+    return all(_syncfs(folder) for folder in file_systems(folders))
+
+
+def _syncfs(folder: str) -> bool:
+    """syncfs(2) on the file system holding ``folder``; False where unavailable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return bool(libc.syncfs(fd) == 0)
+    finally:
+        os.close(fd)

@@ -351,6 +351,7 @@ class Executor:
                 seq, action, _ = done[i]
                 self._passed(seq, action, checked)
                 done[i] = (seq, action, checked)
+        self.fs.durable()  # before the journal says so
         self._record(done)
         self._in_flight = []
         self._current = []
@@ -368,7 +369,7 @@ class Executor:
 
     def _commit(self, captures: Sequence[Capture], manifest: str | None) -> None:
         try:
-            self.fs.commit()
+            self.fs.commit(durable_later=True)  # flushed while this process verifies
         except TargetAppeared as appeared:
             if manifest is not None:
                 # Not ours, even if it holds what we would have written: the

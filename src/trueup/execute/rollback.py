@@ -29,8 +29,8 @@ from trueup.fs import (
     WritableFS,
     held_at,
     sha256_bytes,
-    sync_paths,
 )
+from trueup.fsops import sync_paths
 
 
 @dataclass(frozen=True, slots=True)
