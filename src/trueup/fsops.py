@@ -24,6 +24,17 @@ O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_READ = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | O_CLOEXEC
 _HEADER = struct.Struct(">I")
 
+
+def _umask() -> int:
+    """This process's umask (reading it means setting it: put straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: Read once, at start-up: trueup never changes it.
+UMASK = _umask()
+
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 # EPERM: some seccomp sandboxes answer an unknown system call with it.
@@ -39,13 +50,15 @@ def write_all(fd: int, data: bytes) -> None:
 def create_temp(temp: str, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
     """A new file at ``temp`` holding ``data``; never opens one that is already there.
 
-    Created private (0600) and given its mode only once written, so bytes
-    meant for a private file are never readable by others, even for a moment.
+    Created with its mode, as the umask leaves it: never more open than it
+    is meant to be, so bytes meant for a private file are never readable by
+    others, even for a moment. A mode the umask would narrow is set after.
     """
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC, 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC, mode)
     try:
         write_all(fd, data)
-        os.fchmod(fd, mode)
+        if mode & (UMASK | 0o7000):  # narrowed, or setuid/setgid/sticky: set exactly
+            os.fchmod(fd, mode)
         if owner is not None:
             os.fchown(fd, *owner)
     finally:

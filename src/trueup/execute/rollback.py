@@ -97,7 +97,10 @@ class RollbackStore:
         name = f"batch-{items[0].seq}.json" if items else "batch-empty.json"
         target = self.base / name
         target.write_bytes(storage_json(manifest))
-        sync_paths([*written, str(target)], [str(blobs), str(self.base)])
+        # The blobs folder needs its own flush only when it gained a blob.
+        sync_paths(
+            [*written, str(target)], [str(blobs), str(self.base)] if written else [str(self.base)]
+        )
         return name
 
     def _snapshot(

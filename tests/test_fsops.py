@@ -1,0 +1,38 @@
+"""The file-system steps trueup shares with its helper processes."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from trueup.fsops import UMASK, create_temp, rename_exclusive
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o644, 0o755, 0o666, 0o777])
+def test_a_temp_file_gets_exactly_its_mode_whatever_the_umask(tmp_path: Path, mode: int) -> None:
+    temp = tmp_path / ".t"
+    create_temp(str(temp), b"data", mode, None)
+    assert temp.read_bytes() == b"data"
+    assert stat.S_IMODE(temp.stat().st_mode) == mode, f"umask {UMASK:o}"
+
+
+def test_a_temp_file_is_never_opened_where_something_is(tmp_path: Path) -> None:
+    temp = tmp_path / ".t"
+    temp.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(FileExistsError):
+        create_temp(str(temp), b"data", 0o644, None)
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_an_exclusive_rename_refuses_what_is_there(tmp_path: Path) -> None:
+    (tmp_path / ".t").write_text("new")
+    (tmp_path / "f").write_text("somebody's")
+    with pytest.raises(FileExistsError):
+        rename_exclusive(str(tmp_path / ".t"), str(tmp_path / "f"))
+    assert (tmp_path / "f").read_text() == "somebody's"
+    os.unlink(tmp_path / "f")
+    rename_exclusive(str(tmp_path / ".t"), str(tmp_path / "f"))
+    assert (tmp_path / "f").read_text() == "new"
