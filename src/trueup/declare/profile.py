@@ -26,6 +26,7 @@ from trueup.declare.files import read_document
 from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS, racy, stat_key
 from trueup.kinds.base import Kind
+from trueup.kinds.content import source_path
 from trueup.model import Resource
 from trueup.paths import TargetError, find_overlaps, normalise_target
 from trueup.plan.planner import topological_order
@@ -68,7 +69,8 @@ def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> P
             fs.read_ahead(_sources(document.get("resource"), path.parent))
             validated = _validate(document, where)
         meta, entries = validated["profile"], validated["resources"]
-        resources = tuple(_resolve(entry, path.parent, fs, where) for entry in entries)
+        base = path.parent
+        resources = tuple(_resolve(entry, base, fs, where) for entry in entries)
     finally:  # every source is resolved (or none will be)
         fs.stop_read_ahead()
     if fresh:
@@ -89,7 +91,7 @@ def _sources(raws: Any, base: Path) -> list[str]:
     if not isinstance(raws, list):
         return []
     return [
-        os.path.normpath(os.path.join(base, raw["source"]))
+        source_path(base, raw["source"])
         for raw in raws
         if isinstance(raw, Mapping) and isinstance(raw.get("source"), str)
     ]

@@ -8,6 +8,7 @@ no longer match what was planned.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import stat
 from collections.abc import Mapping
@@ -19,11 +20,17 @@ from trueup.fs import ReadOnlyFS, StatCache, sha256_bytes
 from trueup.model import Plan, Resource
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def source_path(base_dir: Path | str, source: str) -> str:
+    """Where a declared ``source`` is, spelt once for the read-ahead and for resolving."""
+    return os.path.normpath(os.path.join(base_dir, source))
+
+
 def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> dict[str, Any]:
     """Replace ``source``/``content`` by an absolute source path or text, plus a digest."""
     spec = dict(fields)
     if spec.get("source") is not None:
-        declared = os.path.normpath(os.path.join(base_dir, spec["source"]))
+        declared = source_path(base_dir, spec["source"])
         # A source may be a link: read, hash and remember what it leads to.
         source, st = fs.follow(declared)
         if st is None or not stat.S_ISREG(st.st_mode):

@@ -153,7 +153,9 @@ class Database:
     def _sql(self, sql: str) -> str:
         if self.dialect == "sqlite":
             return sql
-        return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
+        # Positional "?" (used by the hot bulk statements: a tuple per row binds
+        # a quarter faster than a dict) is psycopg's "%s".
+        return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%")).replace("?", "%s")
 
     @contextmanager
     def _driver(self) -> Iterator[None]:
@@ -200,7 +202,7 @@ class Database:
                 cur.execute(self._sql(sql), params or {})
                 return list(cur.fetchall()) if cur.description else []
 
-    def executemany(self, sql: str, rows: Sequence[Params]) -> None:
+    def executemany(self, sql: str, rows: Sequence[Params] | Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
         with self._driver():

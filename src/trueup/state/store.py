@@ -195,23 +195,14 @@ class Store:
             return
         host = socket.gethostname()
         rows = [
-            {
-                "host": host,
-                "path": path,
-                "size": key[0],
-                "mtime_ns": key[1],
-                "ino": key[2],
-                "ctime_ns": key[3],
-                "digest": dig,
-                "recorded_ns": recorded,
-            }
+            (host, path, key[0], key[1], key[2], key[3], dig, recorded)
             for path, (key, dig, recorded) in cache.dirty.items()
         ]
         with self.db.transaction():
             self.db.executemany(
                 "INSERT INTO stat_cache "
                 "(host, path, size, mtime_ns, ino, ctime_ns, digest, recorded_ns) "
-                "VALUES (:host, :path, :size, :mtime_ns, :ino, :ctime_ns, :digest, :recorded_ns) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (host, path) DO UPDATE SET size=excluded.size, "
                 "mtime_ns=excluded.mtime_ns, ino=excluded.ino, ctime_ns=excluded.ctime_ns, "
                 "digest=excluded.digest, recorded_ns=excluded.recorded_ns",
@@ -241,21 +232,21 @@ class Store:
         self.db.executemany(
             "INSERT INTO applied_resources "
             "(target_key, resource_id, kind, digest, resource, detail, revision, applied_at) "
-            "VALUES (:key, :rid, :kind, :digest, :resource, :detail, :revision, :at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (target_key, resource_id) DO UPDATE SET kind=excluded.kind, "
             "digest=excluded.digest, resource=excluded.resource, detail=excluded.detail, "
             "revision=excluded.revision, applied_at=excluded.applied_at",
             [
-                {
-                    "key": target_key,
-                    "rid": r.resource.id,
-                    "kind": r.resource.kind,
-                    "digest": r.digest,
-                    "resource": storage_text(r.resource.to_json()),
-                    "detail": storage_text(dict(r.detail)),
-                    "revision": r.revision,
-                    "at": r.applied_at,
-                }
+                (
+                    target_key,
+                    r.resource.id,
+                    r.resource.kind,
+                    r.digest,
+                    storage_text(r.resource.to_json()),
+                    storage_text(dict(r.detail)),
+                    r.revision,
+                    r.applied_at,
+                )
                 for r in records
             ],
         )
@@ -431,17 +422,15 @@ class Store:
         with self.db.transaction():
             self.db.executemany(
                 "INSERT INTO run_actions (run_id, seq, resource_id, action, status, updated_at) "
-                "VALUES (:run, :seq, :rid, :action, 'pending', :at)",
+                "VALUES (?, ?, ?, ?, 'pending', ?)",
                 [
-                    {
-                        "run": run_id,
-                        "seq": i,
-                        "rid": a.resource_id,
-                        "action": storage_text(
-                            {**a.to_json(), "observed": seen.get(a.resource_id)}
-                        ),
-                        "at": stamp,
-                    }
+                    (
+                        run_id,
+                        i,
+                        a.resource_id,
+                        storage_text({**a.to_json(), "observed": seen.get(a.resource_id)}),
+                        stamp,
+                    )
                     for i, a in enumerate(actions, start=first_seq)
                 ],
             )
@@ -467,21 +456,19 @@ class Store:
         """Apply ``(seq, status, rollback_ref, evidence, message)`` updates at once."""
         stamp = now()
         self.db.executemany(
-            "UPDATE run_actions SET status = :status, "
-            "rollback_ref = COALESCE(:ref, rollback_ref), "
-            "evidence = COALESCE(:evidence, evidence), "
-            "message = COALESCE(:message, message), updated_at = :at "
-            "WHERE run_id = :run AND seq = :seq",
+            "UPDATE run_actions SET status = ?, rollback_ref = COALESCE(?, rollback_ref), "
+            "evidence = COALESCE(?, evidence), message = COALESCE(?, message), updated_at = ? "
+            "WHERE run_id = ? AND seq = ?",
             [
-                {
-                    "run": run_id,
-                    "seq": seq,
-                    "status": status,
-                    "ref": ref,
-                    "evidence": storage_text(ev) if ev is not None else None,
-                    "message": msg,
-                    "at": stamp,
-                }
+                (
+                    status,
+                    ref,
+                    storage_text(ev) if ev is not None else None,
+                    msg,
+                    stamp,
+                    run_id,
+                    seq,
+                )
                 for seq, status, ref, ev, msg in updates
             ],
         )
