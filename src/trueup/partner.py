@@ -200,6 +200,7 @@ class Partner:
         self._answered = []
         if process is None:
             return
+        atexit.unregister(self.abort)  # a worker runs many applies: none piles up here
         if process.poll() is None:
             process.kill()
         process.wait()
