@@ -467,3 +467,20 @@ def test_a_commit_whose_flush_is_left_to_the_partner_is_visible_at_once_and_then
     fs.commit()
     assert (tmp_path / "next.txt").read_bytes() == b"next\n"
     fs.close()
+
+
+@needs_two_cores
+def test_a_temp_name_taken_by_somebody_fails_the_batch_but_is_no_target_appearing(
+    tmp_path: Path,
+) -> None:
+    fs, _ = partnered(tmp_path)
+    target = tmp_path / "d0" / "late.txt"
+    planted = fs.temp_path(str(target)).replace(f"-{fs._counter}", f"-{fs._counter + 1}")
+    Path(planted).mkdir()
+    fs.write(target, b"late\n", exclusive=True)
+    with pytest.raises(FileExistsError) as raised:
+        fs.commit()
+    assert not isinstance(raised.value, TargetAppeared)
+    fs.discard()
+    fs.close()
+    assert not target.exists()

@@ -28,7 +28,7 @@ from trueup.fsops import (
     sync_dirs,
     sync_files,
 )
-from trueup.partner import BACKLOG, HAND_FILES, START_AFTER, Failure, Partner
+from trueup.partner import BACKLOG, HAND_FILES, START_AFTER, Partner
 
 if TYPE_CHECKING:
     from trueup.readahead import ReadAhead
@@ -641,18 +641,18 @@ class WritableFS(ReadOnlyFS):
         if partner is None or not (partner.busy or self._handing):
             return
         self._hand_over(partner)
-        failure: Failure = None
+        failed: tuple[str, tuple[int, str, str]] | None = None
         for op, answer in partner.answers(until):
             if op == "digest":
                 self._read_back.update((path, (tuple(seen), dig)) for path, seen, dig in answer)
                 self._awaited.clear()
             elif op == "sync":
                 self._flushing = False
-            elif failure is None:
-                failure = answer
-        if failure is not None:
-            number, message, path = failure
-            if number == errno.EEXIST:
+            elif answer is not None and failed is None:
+                failed = (op, answer)
+        if failed is not None:
+            op, (number, message, path) = failed
+            if op == "rename" and number == errno.EEXIST:  # only an exclusive rename says so
                 raise TargetAppeared(path)
             raise OSError(number, message, path)
 
