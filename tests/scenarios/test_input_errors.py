@@ -159,3 +159,23 @@ def test_a_limit_too_large_for_the_database_is_a_usage_error(
     world: World, command: list[str]
 ) -> None:
     refused(world.run(*command, "--limit", "100000000000000000000"), "not in the range")
+
+
+@pytest.mark.parametrize(
+    ("args", "command"), [(["plan"], "plan"), (["org", "plan"], "org plan"), ([], "trueup")]
+)
+def test_help_asked_with_json_comes_as_an_envelope(
+    world: World, args: list[str], command: str
+) -> None:
+    shown = world.run(*args, "--help", "--json")
+    assert shown.code == 0, shown.out + shown.err
+    assert (shown.json["command"], shown.json["status"]) == (command, "help")
+    assert shown.json["schema"] == "trueup.cli/1"
+    assert f"Usage: {' '.join(['trueup', *args])} " in shown.json["data"]["help"]
+
+
+def test_a_mistyped_option_beside_help_with_json_is_an_error_envelope(world: World) -> None:
+    mistyped = world.run("plan", "--json", "--help", "--nosuch")
+    assert mistyped.code == 2
+    assert (mistyped.json["command"], mistyped.json["status"]) == ("plan", "error")
+    assert "--nosuch" in mistyped.json["message"]

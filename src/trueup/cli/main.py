@@ -490,15 +490,15 @@ def run() -> None:
     if "--json" not in sys.argv[1:]:
         app()
         return
-
     try:
+        if "--help" in sys.argv[1:]:
+            _help_envelope(sys.argv[1:])
+            return
         code = app(standalone_mode=False)
     except click.ClickException as exc:
         # The command the mistake was made in, as click parsed it ("org plan").
-        ctx, path = getattr(exc, "ctx", None), list[str]()
-        while ctx is not None and ctx.parent is not None:
-            path.insert(0, ctx.info_name or "")
-            ctx = ctx.parent
+        ctx = getattr(exc, "ctx", None)
+        path = ctx.command_path.split()[1:] if ctx is not None else []
         Output(" ".join(path) or "trueup", json_mode=True).envelope(
             "error",
             exc.exit_code,
@@ -509,6 +509,27 @@ def run() -> None:
     except click.exceptions.Abort:
         raise SystemExit(int(ExitCode.USAGE)) from None
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _help_envelope(args: list[str]) -> None:
+    """``--help --json``: the help a person would read, as a versioned envelope."""
+    import contextlib
+    import io
+
+    command: click.Command = typer.main.get_command(app)
+    path: list[str] = []
+    for arg in args:  # the command asked about: the subcommand names before anything else
+        if not isinstance(command, click.Group) or arg not in command.commands:
+            break
+        command = command.commands[arg]
+        path.append(arg)
+    rest = [arg for arg in args if arg != "--json"][len(path) :]
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text), contextlib.suppress(click.exceptions.Exit):
+        command.main(rest, " ".join(["trueup", *path]), standalone_mode=False)
+    Output(" ".join(path) or "trueup", json_mode=True).envelope(
+        "help", 0, command.get_short_help_str(limit=200), {"help": text.getvalue()}
+    )
 
 
 # Shared state for teams: the audit log, grants and tokens, the job queue.
