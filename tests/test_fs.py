@@ -484,3 +484,28 @@ def test_a_temp_name_taken_by_somebody_fails_the_batch_but_is_no_target_appearin
     fs.discard()
     fs.close()
     assert not target.exists()
+
+
+@needs_two_cores
+def test_a_signal_while_a_request_is_sent_stops_the_partner_before_discard_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trueup.partner
+
+    fs, targets = partnered(tmp_path, exclusive=False)
+    sent = trueup.partner.write_all
+
+    def then_ctrl_c(fd: int, data: bytes) -> None:
+        sent(fd, data)
+        if b"rename" in data[:64]:
+            raise KeyboardInterrupt  # right after the request left, before anything else
+
+    monkeypatch.setattr(trueup.partner, "write_all", then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        fs.commit()
+    fs.discard()
+    landed = sum(t.exists() for t in targets)
+    time.sleep(0.3)  # a partner left running would go on renaming meanwhile
+    assert sum(t.exists() for t in targets) == landed
+    assert not fs.partnered
+    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]

@@ -8,15 +8,27 @@ from pathlib import Path
 
 import pytest
 
-from trueup.fsops import UMASK, create_temp, rename_exclusive
+from trueup.fsops import create_temp, rename_exclusive
 
 
 @pytest.mark.parametrize("mode", [0o600, 0o644, 0o755, 0o666, 0o777])
 def test_a_temp_file_gets_exactly_its_mode_whatever_the_umask(tmp_path: Path, mode: int) -> None:
     temp = tmp_path / ".t"
-    create_temp(str(temp), b"data", mode, None)
+    previous = os.umask(0o077)
+    try:
+        create_temp(str(temp), b"data", mode, None)
+    finally:
+        os.umask(previous)
     assert temp.read_bytes() == b"data"
-    assert stat.S_IMODE(temp.stat().st_mode) == mode, f"umask {UMASK:o}"
+    assert stat.S_IMODE(temp.stat().st_mode) == mode
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives a file to somebody else")
+def test_a_file_given_to_its_owner_keeps_its_setuid_bit(tmp_path: Path) -> None:
+    temp = tmp_path / ".t"
+    create_temp(str(temp), b"#!/bin/sh\n", 0o4755, (1000, 1000))
+    st = temp.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (1000, 1000, 0o4755)
 
 
 def test_a_temp_file_is_never_opened_where_something_is(tmp_path: Path) -> None:

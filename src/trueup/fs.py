@@ -9,7 +9,6 @@ directory), which is as safe as fsync-per-file and much faster for big trees.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import stat
@@ -23,12 +22,14 @@ from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
 from trueup.fsops import (
     O_CLOEXEC,
+    SYNCFS_BATCH,
     create_temp,
+    file_systems,
     rename_exclusive,
     sync_dirs,
     sync_files,
 )
-from trueup.partner import BACKLOG, HAND_FILES, START_AFTER, Partner
+from trueup.partner import BACKLOG, HAND_FILES, START_AFTER, Failure, Partner
 
 if TYPE_CHECKING:
     from trueup.readahead import ReadAhead
@@ -496,13 +497,13 @@ class WritableFS(ReadOnlyFS):
         self._partner: Partner | None = None
         self._staged_files = 0
         # Temp files to hand to the partner in its next request, and their bytes.
-        self._handing: list[tuple[str, bytes, int, tuple[int, int] | None]] = []
+        self._handing: list[tuple[bytes, bytes, int, tuple[int, int] | None]] = []
         self._handing_bytes = 0
         # What the partner read back after the last commit: witness and digest by path.
         self._read_back: dict[str, tuple[Witness, str]] = {}
         self._awaited: set[str] = set()
-        # The last commit's folders are being flushed by the partner (``durable``).
-        self._flushing = False
+        # The last commit's folders, while the partner flushes them (``durable``).
+        self._flushing: list[str] = []
         self._staged: list[_Staged] = []
         self._removals: list[str] = []
         # What each staged path will hold after commit (see ``outcomes``).
@@ -603,7 +604,7 @@ class WritableFS(ReadOnlyFS):
         if partner is None:
             create_temp(temp, data, mode, owner)
             return
-        self._handing.append((temp, data, mode, owner))
+        self._handing.append((os.fsencode(temp), data, mode, owner))
         self._handing_bytes += len(data)
         if len(self._handing) >= HAND_FILES or self._handing_bytes >= partner.request_bytes:
             if partner.backlog() < BACKLOG:
@@ -638,32 +639,38 @@ class WritableFS(ReadOnlyFS):
         Read-back digests are kept for ``digest_file``.
         """
         partner = self._partner
-        if partner is None or not (partner.busy or self._handing):
+        # Nothing is handed to a partner before it is up: one still starting owes nothing.
+        if partner is None or not partner.up:
             return
         self._hand_over(partner)
-        failed: tuple[str, tuple[int, str, str]] | None = None
+        failure: Failure = None
         for op, answer in partner.answers(until):
             if op == "digest":
-                self._read_back.update((path, (tuple(seen), dig)) for path, seen, dig in answer)
+                self._read_back.update(
+                    (os.fsdecode(path), (tuple(seen), dig)) for path, seen, dig in answer
+                )
                 self._awaited.clear()
-            elif op == "sync":
-                self._flushing = False
-            elif answer is not None and failed is None:
-                failed = (op, answer)
-        if failed is not None:
-            op, (number, message, path) = failed
-            if op == "rename" and number == errno.EEXIST:  # only an exclusive rename says so
-                raise TargetAppeared(path)
-            raise OSError(number, message, path)
+            elif op == "syncfs":
+                folders, self._flushing = self._flushing, []
+                if answer is not None:  # no syncfs here after all: each folder then
+                    sync_dirs(folders)
+            elif failure is None:
+                failure = answer
+        if failure is not None:
+            number, message, path, appeared = failure
+            if appeared:
+                raise TargetAppeared(os.fsdecode(path))
+            raise OSError(number, message, os.fsdecode(path))
 
     def _stop_partner(self) -> None:
         """Stop the partner mid-work; nothing it was asked happens after this."""
         partner, self._partner = self._partner, None
         self._handing, self._handing_bytes = [], 0
         self._awaited.clear()
-        self._flushing = False
         if partner is not None:
             partner.abort()
+        folders, self._flushing = self._flushing, []
+        sync_dirs(folders)  # what it was flushing, if anything: flushed here
 
     @property
     def partnered(self) -> bool:
@@ -763,9 +770,10 @@ class WritableFS(ReadOnlyFS):
         for folder, stop in sorted(self._prunes, reverse=True):
             self.remove_empty_dirs(folder, stop)
         self._read_back_later(halves[1])  # first: verification waits for it, not the flush
-        if durable_later and self._partner is not None and self._partner.up and self._dirs:
-            self._partner.submit("sync", sorted(self._dirs))
-            self._flushing = True
+        partner = self._partner
+        if durable_later and partner is not None and partner.up and len(self._dirs) >= SYNCFS_BATCH:
+            self._flushing = sorted(self._dirs)
+            partner.submit("syncfs", [os.fsencode(f) for f in file_systems(self._flushing)])
         else:
             sync_dirs(self._dirs)
         self._staged.clear()
@@ -795,10 +803,13 @@ class WritableFS(ReadOnlyFS):
 
     def _rename_all(self, halves: tuple[list[_Staged], list[_Staged]]) -> None:
         mine, theirs = halves
-        if theirs:
-            assert self._partner is not None
-            self._partner.submit("rename", [(s.temp, s.final, s.exclusive) for s in theirs])
         try:
+            if theirs:
+                assert self._partner is not None
+                self._partner.submit(
+                    "rename",
+                    [(os.fsencode(s.temp), os.fsencode(s.final), s.exclusive) for s in theirs],
+                )
             for staged in mine:
                 if staged.exclusive:
                     _rename_exclusive(staged.temp, staged.final)
@@ -818,7 +829,7 @@ class WritableFS(ReadOnlyFS):
         while this process verifies its own (``digest_file`` takes the answer)."""
         finals = [s.final for s in theirs if self._outcomes.get(s.final, "").startswith("file:")]
         if finals and self._partner is not None:
-            self._partner.submit("digest", (finals, self.max_file_bytes))
+            self._partner.submit("digest", ([os.fsencode(f) for f in finals], self.max_file_bytes))
             self._awaited.update(finals)
 
     def kept_as(self, path: str, st: os.stat_result | None) -> None:
@@ -838,8 +849,9 @@ class WritableFS(ReadOnlyFS):
 
     def discard(self) -> None:
         """Drop staged temp files (used when a batch fails before commit)."""
-        if self._partner is not None and (self._partner.busy or self._handing):
-            self._stop_partner()  # it may be creating temp files: it stops first
+        # It may be creating or renaming temp files: it stops first, busy or not as
+        # far as this process knows (a signal may have cut a request short).
+        self._stop_partner()
         for staged in self._staged:
             _remove_any(staged.temp)
         self._staged.clear()

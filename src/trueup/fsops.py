@@ -17,23 +17,13 @@ import stat
 import struct
 import sys
 from collections.abc import Callable, Iterable
-from typing import IO, Any
+from typing import IO, Any, AnyStr
 
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # O_NONBLOCK: a file swapped for a pipe reads empty (and fstat shows it), not forever.
 _O_READ = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | O_CLOEXEC
 _HEADER = struct.Struct(">I")
 
-
-def _umask() -> int:
-    """This process's umask (reading it means setting it: put straight back)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-#: Read once, at start-up: trueup never changes it.
-UMASK = _umask()
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
@@ -47,25 +37,25 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def create_temp(temp: str, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
+def create_temp(temp: str | bytes, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
     """A new file at ``temp`` holding ``data``; never opens one that is already there.
 
-    Created with its mode, as the umask leaves it: never more open than it
-    is meant to be, so bytes meant for a private file are never readable by
-    others, even for a moment. A mode the umask would narrow is set after.
+    Created private (0600) and given its mode only once written and owned,
+    so bytes meant for a private file are never readable by others, even for
+    a moment. The mode is always set explicitly: a folder's default ACL
+    overrides the umask, and a chown clears setuid and setgid bits.
     """
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC, mode)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC, 0o600)
     try:
         write_all(fd, data)
-        if mode & (UMASK | 0o7000):  # narrowed, or setuid/setgid/sticky: set exactly
-            os.fchmod(fd, mode)
         if owner is not None:
             os.fchown(fd, *owner)
+        os.fchmod(fd, mode)
     finally:
         os.close(fd)
 
 
-def rename_exclusive(temp: str, final: str) -> None:
+def rename_exclusive(temp: str | bytes, final: str | bytes) -> None:
     """Rename ``temp`` to ``final`` only if nothing is at ``final``, atomically.
 
     renameat2(RENAME_NOREPLACE) makes "still absent" and "now ours" one step,
@@ -109,7 +99,7 @@ def _renameat2() -> Callable[..., int] | None:
     return function  # type: ignore[no-any-return]
 
 
-def read_still(path: str, max_file_bytes: int) -> tuple[os.stat_result, bytes] | None:
+def read_still(path: str | bytes, max_file_bytes: int) -> tuple[os.stat_result, bytes] | None:
     """A regular file's stat and bytes, if it held still while it was read; else ``None``.
 
     Never follows a link and never waits on a pipe: anything odd is left to
@@ -186,7 +176,7 @@ def child_command(module: str, function: str) -> list[str]:
     """How to run ``trueup.<module>.<function>()`` in a bare interpreter."""
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = (
-        f"import sys; sys.path.insert(0, {package_parent!r}); "
+        f"import sys; sys.path.append({package_parent!r}); "
         f"from trueup.{module} import {function}; {function}()"
     )
     return [sys.executable, "-I", "-S", "-c", code]
@@ -205,7 +195,7 @@ def _fsync_dir(folder: str) -> None:
         os.close(fd)
 
 
-_SYNCFS_BATCH = 16
+SYNCFS_BATCH = 16
 
 
 def sync_paths(files: list[str], folders: list[str]) -> None:
@@ -219,7 +209,7 @@ def sync_files(paths: list[str]) -> None:
 
     Every path is a file trueup created, so it lives on its folder's file system.
     """
-    if len(paths) >= _SYNCFS_BATCH and _syncfs_all({os.path.dirname(p) or "." for p in paths}):
+    if len(paths) >= SYNCFS_BATCH and syncfs_all({os.path.dirname(p) or "." for p in paths}):
         return
     for path in paths:
         if os.path.islink(path):
@@ -234,19 +224,19 @@ def sync_files(paths: list[str]) -> None:
 def sync_dirs(folders: Iterable[str]) -> None:
     """Flush folder entries: one syncfs per file system for many, fsync each for a few."""
     folders = sorted(set(folders))
-    if len(folders) >= _SYNCFS_BATCH and _syncfs_all(folders):
+    if len(folders) >= SYNCFS_BATCH and syncfs_all(folders):
         return
     for folder in folders:
         _fsync_dir(folder)
 
 
-def file_systems(folders: Iterable[str]) -> list[str]:
+def file_systems(folders: Iterable[AnyStr]) -> list[AnyStr]:
     """One existing folder per file system among ``folders`` (a vanished one is skipped).
 
     A tree may cross mount points: a syncfs of the file system holding the
     first path would leave the others' writes in memory.
     """
-    found: dict[int, str] = {}
+    found: dict[int, AnyStr] = {}
     for folder in folders:
         try:
             found.setdefault(os.stat(folder).st_dev, folder)
@@ -255,12 +245,12 @@ def file_systems(folders: Iterable[str]) -> list[str]:
     return list(found.values())
 
 
-def _syncfs_all(folders: Iterable[str]) -> bool:
+def syncfs_all(folders: Iterable[AnyStr]) -> bool:
     """syncfs(2) on every file system holding one of ``folders``; False where unavailable."""
     return all(_syncfs(folder) for folder in file_systems(folders))
 
 
-def _syncfs(folder: str) -> bool:
+def _syncfs(folder: str | bytes) -> bool:
     """syncfs(2) on the file system holding ``folder``; False where unavailable."""
     if not sys.platform.startswith("linux"):
         return False

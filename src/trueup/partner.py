@@ -45,7 +45,7 @@ from trueup.fsops import (
     put_frame,
     read_still,
     rename_exclusive,
-    sync_dirs,
+    syncfs_all,
     take_frame,
     witness,
     write_all,
@@ -62,11 +62,10 @@ HAND_FILES = 64
 #: Create requests it may hold unanswered: past that, the parent creates files itself.
 BACKLOG = 2
 _PIPE_BYTES = 1 << 20
-# Requests behind an unanswered read-back may come to this much: far below any pipe's size.
-_SMALL = 16 * 1024
 
-# (errno, strerror, filename): how the partner reports the first failure of a request.
-Failure = tuple[int, str, str] | None
+# How the partner reports the first failure of a request: (errno, strerror, path,
+# whether it is a target that appeared, i.e. an exclusive rename found something there).
+Failure = tuple[int, str, bytes, bool] | None
 
 
 class PartnerGone(OSError):
@@ -92,13 +91,17 @@ class Partner:
         # Bytes asked behind the oldest unanswered read-back (see ``submit``).
         self._behind_digest = 0
         self._answered: list[tuple[str, Any]] = []
+        pipe = _widen(self._requests)
         #: Bytes one request may hold: a quarter of the pipe, so several queue up.
-        self.request_bytes = _widen(self._requests) // 4
+        self.request_bytes = pipe // 4
+        # What may queue behind an unanswered read-back (see ``submit``).
+        self._small = pipe // 4
 
     @classmethod
     def start(cls) -> Partner | None:
-        """A starting partner, or ``None`` where it cannot pay (one core) or start."""
-        if len(cores()) < 2:
+        """A starting partner, or ``None`` where it cannot pay (one core), cannot be
+        tied to this process's life (only Linux kills it with its parent), or start."""
+        if len(cores()) < 2 or not sys.platform.startswith("linux"):
             return None
         import subprocess
 
@@ -153,21 +156,30 @@ class Partner:
         request = frame((op, items))
         if "digest" in self._asked:
             self._behind_digest += len(request)
-            if self._behind_digest > _SMALL:
+            if self._behind_digest > self._small:
                 self._pump(wait=True)
         if "digest" not in self._asked:
             self._behind_digest = 0
+        # Asked before it is written: should a signal stop the write, the request
+        # (or half of it) is already this process's to stop the partner for.
+        self._asked.append(op)
         try:
             write_all(self._requests, request)
         except OSError:
             self.abort()
             raise PartnerGone from None
-        self._asked.append(op)
+        except BaseException:
+            self.abort()
+            raise
 
     def answers(self, until: str | None = None) -> list[tuple[str, Any]]:
         """The answers it owes, waited for, with the request each answers: all of them,
-        or (``until``) those up to the oldest request of that kind still unanswered."""
-        self._pump(wait=True, until=until if until in self._asked else None)
+        or (``until``) those up to the oldest request of that kind still unanswered,
+        and none waited for when it is answered already."""
+        if until is None or until in self._asked:
+            self._pump(wait=True, until=until)
+        else:
+            self._pump(wait=False)
         found, self._answered = self._answered, []
         return [(op, answer) for op, answer in found if op != "hello"]
 
@@ -211,19 +223,22 @@ class Partner:
 
 
 def _widen(fd: int) -> int:
-    """Grow the request pipe so several requests wait in it while the partner works."""
-    default = 64 * 1024
-    try:
-        import fcntl
+    """Grow the request pipe so several requests wait in it while the partner works;
+    its size, as it is (a user past their pipe quota gets pages, not 64 KiB)."""
+    import fcntl
 
+    with contextlib.suppress(OSError):
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+    try:
         return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
-    except (ImportError, AttributeError, OSError):
-        return default
+    except OSError:
+        return 4096  # the least a pipe holds
 
 
 # -- the partner's side ---------------------------------------------------------
-def _create(items: list[tuple[str, bytes, int, tuple[int, int] | None]]) -> Failure:
+# Paths travel as bytes, as the parent's file system encoding spells them: the
+# partner's bare interpreter may decode names otherwise (no PYTHONUTF8 under -I).
+def _create(items: list[tuple[bytes, bytes, int, tuple[int, int] | None]]) -> Failure:
     for temp, data, mode, owner in items:
         try:
             create_temp(temp, data, mode, owner)
@@ -232,21 +247,23 @@ def _create(items: list[tuple[str, bytes, int, tuple[int, int] | None]]) -> Fail
     return None
 
 
-def _rename(items: list[tuple[str, str, bool]]) -> Failure:
+def _rename(items: list[tuple[bytes, bytes, bool]]) -> Failure:
     for temp, final, exclusive in items:
         try:
             if exclusive:
                 rename_exclusive(temp, final)
             else:
                 os.replace(temp, final)
+        except FileExistsError as exc:
+            return _failure(exc, final, appeared=exclusive)
         except OSError as exc:
             return _failure(exc, final)
     return None
 
 
 def _digest(
-    request: tuple[list[str], int],
-) -> list[tuple[str, tuple[int, int, int, int, int], str]]:
+    request: tuple[list[bytes], int],
+) -> list[tuple[bytes, tuple[int, int, int, int, int], str]]:
     paths, max_file_bytes = request
     found = []
     for path in paths:
@@ -257,20 +274,22 @@ def _digest(
     return found
 
 
-def _sync(folders: list[str]) -> Failure:
-    sync_dirs(folders)
-    return None
+def _syncfs(folders: list[bytes]) -> Failure:
+    """One syncfs per file system (the parent sends one folder of each)."""
+    if syncfs_all(folders):
+        return None
+    return (0, "syncfs is not available", b"", False)  # the parent flushes the folders
 
 
-def _failure(exc: OSError, path: str) -> Failure:
-    return (exc.errno or 0, exc.strerror or str(exc), exc.filename or path)
+def _failure(exc: OSError, path: bytes, appeared: bool = False) -> Failure:
+    return (exc.errno or 0, exc.strerror or str(exc), path, appeared)
 
 
 _OPS: dict[str, Callable[[Any], Any]] = {
     "create": _create,
     "rename": _rename,
     "digest": _digest,
-    "sync": _sync,
+    "syncfs": _syncfs,
 }
 
 
