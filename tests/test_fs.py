@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from trueup.fs import (
     sha256_bytes,
 )
 from trueup.fsops import file_systems
-from trueup.partner import HAND_FILES, START_AFTER
+from trueup.partner import HAND_FILES, START_AFTER, PartnerGone
 
 
 def age(path: Path, seconds: float) -> None:
@@ -438,7 +439,7 @@ def test_a_target_that_appears_in_the_partners_share_is_never_replaced(tmp_path:
 def test_a_partner_killed_mid_batch_fails_the_commit_and_leaves_nothing(tmp_path: Path) -> None:
     fs, targets = partnered(tmp_path)
     fs._partner._process.kill()  # type: ignore[union-attr]  # as the OOM killer would
-    with pytest.raises(OSError, match="stopped unexpectedly"):
+    with pytest.raises(PartnerGone):
         fs.commit()
     fs.discard()
     assert not any(t.exists() for t in targets)
@@ -509,3 +510,22 @@ def test_a_signal_while_a_request_is_sent_stops_the_partner_before_discard_retur
     assert sum(t.exists() for t in targets) == landed
     assert not fs.partnered
     assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
+
+
+def test_a_partner_that_dies_starting_is_never_used_and_the_batch_lands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trueup.partner
+
+    monkeypatch.setattr(
+        trueup.partner, "child_command", lambda *_: [sys.executable, "-c", "raise SystemExit(3)"]
+    )
+    fs = WritableFS(tag="run", partner=True)
+    targets = [tmp_path / f"f{i}.txt" for i in range(MANY)]
+    for i, target in enumerate(targets):
+        fs.write(target, f"file {i}\n".encode(), exclusive=True)
+    fs.commit(durable_later=True)
+    fs.durable()
+    assert [t.read_bytes() for t in targets] == [f"file {i}\n".encode() for i in range(MANY)]
+    assert not fs.partnered
+    fs.close()

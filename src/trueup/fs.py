@@ -438,6 +438,8 @@ class ReadOnlyFS:
             for item in entries:
                 if TEMP_MARK in item.name:
                     continue
+                if not item.name.isascii():
+                    _recordable(item.path)
                 rel = prefix + item.name
                 st = item.stat(follow_symlinks=False)
                 if big and stat.S_ISREG(st.st_mode) and st.st_size > self.max_file_bytes:
@@ -456,6 +458,18 @@ class ReadOnlyFS:
                     subdirs.append((item.path, rel + "/"))
         for path, rel in subdirs:
             self._walk(path, rel, found, big)
+
+
+def _recordable(path: str) -> None:
+    """Refuse a name that is not UTF-8: it could be neither recorded nor shown as it is."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise UsageError(
+            f"{shown}: a file name that is not UTF-8; trueup can neither record nor show it",
+            hint="rename it (for example with convmv), or move it out of the tree",
+        ) from None
 
 
 @dataclass(slots=True)

@@ -19,8 +19,9 @@ end of its input), and ignores Ctrl-C, which the parent handles: a parent
 that stops while the partner works kills it (``abort``) and waits for it
 before it discards or restores anything, so nothing happens behind a restore.
 
-A partner that does not start is never used; one that dies while it holds
-requests fails the run, which is then restored like any failed run.
+A partner that does not start is never used (this process does its share);
+one that stops during a run fails the run, which is then restored like any
+failed run, and applying again starts another.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from trueup.errors import ApplyFailedError
 from trueup.fsops import (
     child_command,
     cores,
@@ -68,12 +70,13 @@ _PIPE_BYTES = 1 << 20
 Failure = tuple[int, str, bytes, bool] | None
 
 
-class PartnerGone(OSError):
-    """The partner stopped while it held requests: what it did is unknown."""
+class PartnerGone(ApplyFailedError):
+    """The partner stopped during a run: what it was doing is unknown."""
 
     def __init__(self) -> None:
         super().__init__(
-            "trueup's second process, which writes files with it, stopped unexpectedly"
+            "trueup's second process, which writes files with it, stopped unexpectedly",
+            hint="apply again (a machine short of memory may have stopped it)",
         )
 
 

@@ -179,3 +179,22 @@ def test_a_mistyped_option_beside_help_with_json_is_an_error_envelope(world: Wor
     assert mistyped.code == 2
     assert (mistyped.json["command"], mistyped.json["status"]) == ("plan", "error")
     assert "--nosuch" in mistyped.json["message"]
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_by_name_before_anything_is_written(
+    world: World,
+) -> None:
+    source = world.profiles / "tree"
+    source.mkdir()
+    (source / "fine.txt").write_text("fine\n")
+    with open(os.path.join(bytes(source), b"caf\xe9.txt"), "w") as handle:  # latin-1
+        handle.write("x\n")
+    profile = world.write(
+        "tree.toml",
+        '[profile]\nid = "t"\nname = "T"\n\n[[resource]]\nid = "tree"\nkind = "directory"\n'
+        'target = "tree"\nsource = "tree"\n',
+    )
+    result = world.run("apply", str(profile), "--root", str(world.root), "--yes")
+    refused(result, "caf\\xe9.txt: a file name that is not UTF-8")
+    assert not (world.root / "tree").exists()
+    assert world.run("status").code == 0
