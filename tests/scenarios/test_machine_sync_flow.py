@@ -392,6 +392,7 @@ def test_a_file_appearing_in_a_folder_mid_apply_is_left_alone(world: World, kind
         world, profile, lambda: world.target("sk/two.txt").write_text("USER DATA\n")
     )
     assert code == 7, said
+    assert "changed after the run wrote it" not in said, "the run never wrote it"
     assert world.target("sk/two.txt").read_text() == "USER DATA\n"
     assert not world.target("sk/one.txt").exists(), "the run is one transaction"
 

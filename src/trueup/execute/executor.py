@@ -187,6 +187,8 @@ class Executor:
         self._learned: dict[int, dict[str, Any]] = {}
         # Paths a restore left as they are: changed after the run wrote them.
         self._changed_since: list[str] = []
+        # Targets found taken at commit: never the run's, so never "changed since".
+        self._appeared: set[str] = set()
         self._current: list[tuple[int, Action]] = []
 
     def execute(self, plan: Plan, first_seq: int = 0) -> RunResult:
@@ -249,12 +251,7 @@ class Executor:
                     if kept
                     else "every change of this run was restored"
                 )
-                + (
-                    f", except {', '.join(self._changed_since)}: changed after the run wrote "
-                    "it, so left as it is"
-                    if self._changed_since
-                    else ""
-                ),
+                + _left_as_changed([p for p in self._changed_since if p not in self._appeared]),
             )
         return self._finish(outcome_of(plan.actions), "")
 
@@ -371,6 +368,7 @@ class Executor:
         try:
             self.fs.commit(durable_later=True)  # flushed while this process verifies
         except TargetAppeared as appeared:
+            self._appeared.add(appeared.path)
             if manifest is not None:
                 # Not ours, even if it holds what we would have written: the
                 # restore that follows must leave it alone.
@@ -572,6 +570,12 @@ class Executor:
 def _commanded(action: Action) -> bool:
     """Whether a verified action's declared command is run: not for a removal or a handover."""
     return action.type is not ActionType.REMOVE_RESOURCE and HANDED_OVER not in action.payload
+
+
+def _left_as_changed(paths: Sequence[str]) -> str:
+    if not paths:
+        return ""
+    return f", except {', '.join(paths)}: changed after the run wrote it, so left as it is"
 
 
 def _wording(exc: Exception) -> str:
