@@ -529,3 +529,23 @@ def test_a_partner_that_dies_starting_is_never_used_and_the_batch_lands(
     assert [t.read_bytes() for t in targets] == [f"file {i}\n".encode() for i in range(MANY)]
     assert not fs.partnered
     fs.close()
+
+
+@needs_two_cores
+def test_a_run_that_expects_many_writes_has_its_partner_up_before_the_first(
+    tmp_path: Path,
+) -> None:
+    few = WritableFS(tag="run", partner=True)
+    few.expect(START_AFTER - 1)
+    fs = WritableFS(tag="run", partner=True)
+    fs.expect(START_AFTER)
+    deadline = time.monotonic() + 10
+    while not fs.partnered:
+        assert time.monotonic() < deadline, "the partner never started"
+        time.sleep(0.01)
+    assert not few.partnered, "a small run starts none"
+    fs.write(tmp_path / "first.txt", b"first\n", exclusive=True)
+    fs.commit()
+    assert (tmp_path / "first.txt").read_bytes() == b"first\n"
+    fs.close()
+    few.close()

@@ -628,6 +628,17 @@ class WritableFS(ReadOnlyFS):
                 for item in handing:
                     create_temp(*item)
 
+    def expect(self, writes: int) -> None:
+        """At least ``writes`` files are coming: a big run starts its partner at once, so
+        it is up by the first write instead of some way into the first batch."""
+        if self._partner_after is not None and writes >= self._partner_after:
+            self._start_partner()
+
+    def _start_partner(self) -> Partner | None:
+        self._partner_after = None  # one try per run
+        self._partner = Partner.start()
+        return self._partner
+
     def _started_partner(self) -> Partner | None:
         """The partner, once it is up; started when a batch turns out big."""
         self._staged_files += 1
@@ -635,8 +646,7 @@ class WritableFS(ReadOnlyFS):
         if partner is None:
             if self._partner_after is None or self._staged_files < self._partner_after:
                 return None
-            self._partner_after = None  # one try per run
-            partner = self._partner = Partner.start()
+            partner = self._start_partner()
             if partner is None:
                 return None
         return partner if partner.ready() else None

@@ -194,17 +194,18 @@ class Executor:
     def execute(self, plan: Plan, first_seq: int = 0) -> RunResult:
         self._observed = plan.observed
         journaled = [a for a in plan.actions if a.type is not ActionType.NO_OP]
-        self.store.add_actions(self.run.id, journaled, first_seq, plan.observed)
-        reach("journal-pending")
-        seqs = list(range(first_seq, first_seq + len(journaled)))
-        pending = [(s, a) for s, a in zip(seqs, journaled, strict=True) if a.type.applies]
-        skipped = [(s, a) for s, a in zip(seqs, journaled, strict=True) if not a.type.applies]
-        with self.store.db.transaction():
-            self.store.set_action_status(
-                self.run.id, [(s, "skipped", None, None, a.summary) for s, a in skipped]
-            )
-        self.results = [ActionResult(s, a, "skipped", message=a.summary) for s, a in skipped]
+        self.fs.expect(sum(a.changes_target for a in journaled))  # while the journal is written
         try:
+            self.store.add_actions(self.run.id, journaled, first_seq, plan.observed)
+            reach("journal-pending")
+            seqs = list(range(first_seq, first_seq + len(journaled)))
+            pending = [(s, a) for s, a in zip(seqs, journaled, strict=True) if a.type.applies]
+            skipped = [(s, a) for s, a in zip(seqs, journaled, strict=True) if not a.type.applies]
+            with self.store.db.transaction():
+                self.store.set_action_status(
+                    self.run.id, [(s, "skipped", None, None, a.summary) for s, a in skipped]
+                )
+            self.results = [ActionResult(s, a, "skipped", message=a.summary) for s, a in skipped]
             return self._execute(plan, pending)
         finally:
             self.fs.close()
