@@ -7,6 +7,7 @@ import errno
 import hashlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,92 +20,78 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def started() -> Partner:
-    partner = Partner.start()
-    assert partner is not None
+@pytest.fixture
+def partner() -> Iterator[Partner]:
+    """A partner that is up; stopped after the test, whatever it did."""
+    started = Partner.start()
+    assert started is not None
     deadline = time.monotonic() + 10
-    while not partner.ready():
+    while not started.ready():
         assert time.monotonic() < deadline, "the partner never said it was up"
         time.sleep(0.01)
-    return partner
+    yield started
+    started.abort()
 
 
-def test_it_creates_renames_and_reads_back_what_it_is_asked(tmp_path: Path) -> None:
-    partner = started()
-    try:
-        temps = [bytes(tmp_path / f".t{i}") for i in range(3)]
-        partner.submit(
-            "create", [(t, f"data {i}".encode(), 0o640, None) for i, t in enumerate(temps)]
-        )
-        finals = [bytes(tmp_path / f"f{i}") for i in range(3)]
-        partner.submit("rename", [(t, f, True) for t, f in zip(temps, finals, strict=True)])
-        partner.submit("digest", (finals, 1024))
-        partner.submit("syncfs", [bytes(tmp_path)])
-        answers = partner.answers()
-        assert [op for op, _ in answers] == ["create", "rename", "digest", "syncfs"]
-        assert answers[0][1] is None and answers[1][1] is None and answers[3][1] is None
-        for i, final in enumerate(finals):
-            assert Path(os.fsdecode(final)).read_bytes() == f"data {i}".encode()
-            assert os.stat(final).st_mode & 0o777 == 0o640
-        assert [tuple(found) for found in answers[2][1]] == [
-            (f, witness(os.lstat(f)), hashlib.sha256(Path(os.fsdecode(f)).read_bytes()).hexdigest())
-            for f in finals
-        ]
-        assert not partner.busy
-    finally:
-        partner.abort()
+def test_it_creates_renames_and_reads_back_what_it_is_asked(
+    tmp_path: Path, partner: Partner
+) -> None:
+    temps = [bytes(tmp_path / f".t{i}") for i in range(3)]
+    partner.submit("create", [(t, f"data {i}".encode(), 0o640, None) for i, t in enumerate(temps)])
+    finals = [bytes(tmp_path / f"f{i}") for i in range(3)]
+    partner.submit("rename", [(t, f, True) for t, f in zip(temps, finals, strict=True)])
+    partner.submit("digest", (finals, 1024))
+    partner.submit("syncfs", [bytes(tmp_path)])
+    answers = partner.answers()
+    assert [op for op, _ in answers] == ["create", "rename", "digest", "syncfs"]
+    assert answers[0][1] is None and answers[1][1] is None and answers[3][1] is None
+    for i, final in enumerate(finals):
+        assert Path(os.fsdecode(final)).read_bytes() == f"data {i}".encode()
+        assert os.stat(final).st_mode & 0o777 == 0o640
+    assert [tuple(found) for found in answers[2][1]] == [
+        (f, witness(os.lstat(f)), hashlib.sha256(Path(os.fsdecode(f)).read_bytes()).hexdigest())
+        for f in finals
+    ]
+    assert not partner.busy
 
 
-def test_answers_can_be_taken_up_to_a_kind_of_request(tmp_path: Path) -> None:
-    partner = started()
-    try:
-        (tmp_path / "f").write_text("x")
-        partner.submit("digest", ([bytes(tmp_path / "f")], 1024))
-        partner.submit("syncfs", [bytes(tmp_path)])
-        assert [op for op, _ in partner.answers(until="digest")] == ["digest"]
-        assert [op for op, _ in partner.answers()] == ["syncfs"]
-    finally:
-        partner.abort()
+def test_answers_can_be_taken_up_to_a_kind_of_request(tmp_path: Path, partner: Partner) -> None:
+    (tmp_path / "f").write_text("x")
+    partner.submit("digest", ([bytes(tmp_path / "f")], 1024))
+    partner.submit("syncfs", [bytes(tmp_path)])
+    assert [op for op, _ in partner.answers(until="digest")] == ["digest"]
+    assert [op for op, _ in partner.answers()] == ["syncfs"]
 
 
 def test_it_reports_the_first_failure_of_a_request_and_goes_on_with_the_next(
-    tmp_path: Path,
+    tmp_path: Path, partner: Partner
 ) -> None:
-    partner = started()
-    try:
-        (tmp_path / "taken").write_text("somebody's")
-        (tmp_path / ".t").write_text("staged")
-        (tmp_path / ".u").write_text("staged")
-        partner.submit("rename", [(bytes(tmp_path / ".t"), bytes(tmp_path / "taken"), True)])
-        partner.submit("create", [(bytes(tmp_path / "no" / "such" / ".t"), b"x", 0o644, None)])
-        partner.submit("create", [(bytes(tmp_path / ".ok"), b"x", 0o644, None)])
-        partner.submit("rename", [(bytes(tmp_path / ".u"), bytes(tmp_path / "ok"), False)])
-        (rename, refused), (_, missing), (_, fine), (_, replaced) = partner.answers()
-        assert rename == "rename" and refused[0] == errno.EEXIST
-        assert refused[2:] == (bytes(tmp_path / "taken"), True), "a target that appeared"
-        assert (tmp_path / "taken").read_text() == "somebody's"
-        assert missing is not None and missing[0] == errno.ENOENT
-        assert fine is None and (tmp_path / ".ok").read_bytes() == b"x"
-        assert replaced is None and (tmp_path / "ok").read_text() == "staged"
-    finally:
-        partner.abort()
+    (tmp_path / "taken").write_text("somebody's")
+    (tmp_path / ".t").write_text("staged")
+    (tmp_path / ".u").write_text("staged")
+    partner.submit("rename", [(bytes(tmp_path / ".t"), bytes(tmp_path / "taken"), True)])
+    partner.submit("create", [(bytes(tmp_path / "no" / "such" / ".t"), b"x", 0o644, None)])
+    partner.submit("create", [(bytes(tmp_path / ".ok"), b"x", 0o644, None)])
+    partner.submit("rename", [(bytes(tmp_path / ".u"), bytes(tmp_path / "ok"), False)])
+    (rename, refused), (_, missing), (_, fine), (_, replaced) = partner.answers()
+    assert rename == "rename" and refused[0] == errno.EEXIST
+    assert refused[2:] == (bytes(tmp_path / "taken"), True), "a target that appeared"
+    assert (tmp_path / "taken").read_text() == "somebody's"
+    assert missing is not None and missing[0] == errno.ENOENT
+    assert fine is None and (tmp_path / ".ok").read_bytes() == b"x"
+    assert replaced is None and (tmp_path / "ok").read_text() == "staged"
 
 
-def test_it_never_replaces_a_file_it_was_asked_to_create(tmp_path: Path) -> None:
-    partner = started()
-    try:
-        (tmp_path / ".t").write_text("planted")
-        partner.submit("create", [(bytes(tmp_path / ".t"), b"mine", 0o644, None)])
-        [(_, failure)] = partner.answers()
-        assert failure is not None and failure[0] == errno.EEXIST
-        assert failure[3] is False, "a temp name taken is no target appearing"
-        assert (tmp_path / ".t").read_text() == "planted"
-    finally:
-        partner.abort()
+def test_it_never_replaces_a_file_it_was_asked_to_create(tmp_path: Path, partner: Partner) -> None:
+    (tmp_path / ".t").write_text("planted")
+    partner.submit("create", [(bytes(tmp_path / ".t"), b"mine", 0o644, None)])
+    [(_, failure)] = partner.answers()
+    assert failure is not None and failure[0] == errno.EEXIST
+    assert failure[3] is False, "a temp name taken is no target appearing"
+    assert (tmp_path / ".t").read_text() == "planted"
 
 
-def test_once_stopped_it_is_gone_and_says_so(tmp_path: Path) -> None:
-    partner = started()
+def test_once_stopped_it_is_gone_and_says_so(tmp_path: Path, partner: Partner) -> None:
     partner.abort()
     assert not partner.up and not partner.busy
     with pytest.raises(PartnerGone):
@@ -112,8 +99,9 @@ def test_once_stopped_it_is_gone_and_says_so(tmp_path: Path) -> None:
     assert not (tmp_path / ".t").exists()
 
 
-def test_a_partner_that_dies_holding_a_request_is_reported_not_waited_on(tmp_path: Path) -> None:
-    partner = started()
+def test_a_partner_that_dies_holding_a_request_is_reported_not_waited_on(
+    tmp_path: Path, partner: Partner
+) -> None:
     big = [(bytes(tmp_path / f".t{i}"), b"x" * 4096, 0o644, None) for i in range(2000)]
     partner.submit("create", big)
     partner._process.kill()  # type: ignore[union-attr]  # as the OOM killer would

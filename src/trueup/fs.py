@@ -28,6 +28,7 @@ from trueup.fsops import (
     rename_exclusive,
     sync_dirs,
     sync_files,
+    witness,
 )
 from trueup.partner import BACKLOG, HAND_FILES, START_AFTER, Failure, Partner
 
@@ -186,9 +187,7 @@ def is_executable(mode: int) -> bool:
 
 def witness_of(st: os.stat_result | None) -> Witness:
     """What a path looked like: its type and stat key, or ``None`` when absent."""
-    if st is None:
-        return None
-    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    return None if st is None else witness(st)
 
 
 class ReadOnlyFS:
@@ -656,15 +655,18 @@ class WritableFS(ReadOnlyFS):
             handing, self._handing, self._handing_bytes = self._handing, [], 0
             partner.submit("create", handing)
 
+    def _working_partner(self) -> Partner | None:
+        """The partner, if it is up: nothing is handed to one still starting."""
+        return self._partner if self._partner is not None and self._partner.up else None
+
     def _settle(self, until: str | None = None) -> None:
         """Take every answer the partner owes (``until``: see ``Partner.answers``);
         raise the first failure it reports.
 
         Read-back digests are kept for ``digest_file``.
         """
-        partner = self._partner
-        # Nothing is handed to a partner before it is up: one still starting owes nothing.
-        if partner is None or not partner.up:
+        partner = self._working_partner()
+        if partner is None:  # one still starting owes nothing
             return
         self._hand_over(partner)
         failure: Failure = None
@@ -794,8 +796,8 @@ class WritableFS(ReadOnlyFS):
         for folder, stop in sorted(self._prunes, reverse=True):
             self.remove_empty_dirs(folder, stop)
         self._read_back_later(halves[1])  # first: verification waits for it, not the flush
-        partner = self._partner
-        if durable_later and partner is not None and partner.up and len(self._dirs) >= SYNCFS_BATCH:
+        partner = self._working_partner()
+        if durable_later and partner is not None and len(self._dirs) >= SYNCFS_BATCH:
             self._flushing = sorted(self._dirs)
             partner.submit("syncfs", [os.fsencode(f) for f in file_systems(self._flushing)])
         else:
@@ -819,7 +821,7 @@ class WritableFS(ReadOnlyFS):
         A file replacing a folder stays here: the folder goes first.
         """
         staged = self._staged
-        if self._partner is None or not self._partner.up or len(staged) < HAND_FILES:
+        if self._working_partner() is None or len(staged) < HAND_FILES:
             return staged, []
         half = len(staged) // 2
         theirs = [s for s in staged[half:] if not s.replaces_dir]

@@ -94,11 +94,9 @@ class Partner:
         # Bytes asked behind the oldest unanswered read-back (see ``submit``).
         self._behind_digest = 0
         self._answered: list[tuple[str, Any]] = []
-        pipe = _widen(self._requests)
-        #: Bytes one request may hold: a quarter of the pipe, so several queue up.
-        self.request_bytes = pipe // 4
-        # What may queue behind an unanswered read-back (see ``submit``).
-        self._small = pipe // 4
+        #: Bytes one request may hold, and all requests queued behind an unanswered
+        #: read-back (``submit``): a quarter of the pipe, so several fit in it.
+        self.request_bytes = _widen(self._requests) // 4
 
     @classmethod
     def start(cls) -> Partner | None:
@@ -159,7 +157,7 @@ class Partner:
         request = frame((op, items))
         if "digest" in self._asked:
             self._behind_digest += len(request)
-            if self._behind_digest > self._small:
+            if self._behind_digest > self.request_bytes:
                 self._pump(wait=True)
         if "digest" not in self._asked:
             self._behind_digest = 0

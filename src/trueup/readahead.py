@@ -126,10 +126,10 @@ def _hand(stream: IO[bytes] | None, request: bytes) -> None:
 def _records(stream: IO[bytes]) -> Iterator[tuple[str, Any, str, bytes | None, int]]:
     while True:
         try:
-            frame = take_frame(stream)
+            records = take_frame(stream)
         except EOFError:
             return
-        for path, key, digest, data, read_ns in frame:
+        for path, key, digest, data, read_ns in records:
             yield path, tuple(key), digest, data, read_ns
 
 
