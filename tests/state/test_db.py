@@ -98,3 +98,23 @@ def test_a_sqlite_store_locked_too_long_is_a_transport_error(tmp_path: Path) -> 
     finally:
         other.close()
         db.close()
+
+
+def test_a_new_sqlite_store_has_big_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    from trueup.state.db import PAGE_SIZE
+
+    Store.open(f"sqlite:///{tmp_path / 'new.db'}").db.close()  # built, tables and all
+    built = sqlite3.connect(tmp_path / "new.db")
+    assert built.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE == 16384
+    built.close()
+    old_path = tmp_path / "old.db"
+    old = sqlite3.connect(old_path)
+    old.execute("PRAGMA page_size=4096")
+    old.execute("CREATE TABLE kept (n INTEGER)")
+    old.execute("INSERT INTO kept VALUES (1)")
+    old.commit()
+    old.close()
+    reopened = Database(f"sqlite:///{old_path}")
+    assert reopened.execute("PRAGMA page_size")[0][0] == 4096
+    assert reopened.execute("SELECT n FROM kept")[0][0] == 1
+    reopened.close()

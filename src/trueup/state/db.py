@@ -58,6 +58,10 @@ class UniqueViolation(Exception):
         self.constraint = constraint
 
 
+#: Bytes per page of a new SQLite store.
+PAGE_SIZE = 16384
+
+
 def _open_sqlite(path: Path) -> sqlite3.Connection:
     """Open (or create) the store's file; a mistyped or broken one is a usage error.
 
@@ -72,6 +76,10 @@ def _open_sqlite(path: Path) -> sqlite3.Connection:
         )
     try:
         connection = sqlite3.connect(path, isolation_level=None, timeout=60)
+        # Only a new store takes it (an existing one keeps its size): a first apply
+        # of 10,000 files journals some 40,000 rows, and 16 KiB pages write them in
+        # a quarter of the system calls 4 KiB pages take.
+        connection.execute(f"PRAGMA page_size={PAGE_SIZE}")
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=FULL")
         connection.execute("PRAGMA busy_timeout=60000")
