@@ -250,7 +250,7 @@ class ReadOnlyFS:
             self.witness[os.fspath(path)] = witness_of(st)
         return st
 
-    def follow(self, path: Path | str) -> tuple[str, os.stat_result | None]:
+    def follow(self, path: Path | str, absolute: bool = False) -> tuple[str, os.stat_result | None]:
         """Where ``path`` leads and its stat, with every symlink on the way witnessed.
 
         What is read through a link depends on the link and on what it points
@@ -259,7 +259,7 @@ class ReadOnlyFS:
         target. Links in the middle of the path are covered by the witness of
         the path itself, whose stat is that of what they lead to.
         """
-        current = os.path.abspath(path)
+        current = os.fspath(path) if absolute else os.path.abspath(path)
         for hops in range(_MAX_LINKS):
             st = self.lstat(current)
             if st is None or not stat.S_ISLNK(st.st_mode):
@@ -537,7 +537,9 @@ class WritableFS(ReadOnlyFS):
     def temp_path(self, final: str) -> str:
         self._counter += 1
         folder, name = os.path.split(final)
-        if len(name.encode()) > _LONG_NAME:  # the temp name must fit NAME_MAX (255) too
+        # The temp name must fit NAME_MAX (255) too; a character is at most 4 bytes,
+        # so most names need no encoding to know.
+        if len(name) * 4 > _LONG_NAME and len(name.encode()) > _LONG_NAME:
             name = hashlib.sha256(name.encode()).hexdigest()[:32]
         return os.path.join(folder, f".{name}{TEMP_MARK}{self.tag}-{self._counter}")
 

@@ -42,6 +42,8 @@ def normalise_target(raw: str) -> str:
         raise TargetError(f"target {raw!r} names the root itself")
     if ".." in parts:
         raise TargetError(f"target {raw!r} contains '..'")
+    if plain and len(text) <= _NAME_MAX:
+        return "/".join(parts)  # no name in it can be too long
     for part in parts:
         size = len(part) if plain else len(part.encode("utf-8", "surrogatepass"))
         if size > _NAME_MAX:
@@ -92,6 +94,9 @@ class RootResolver:
     def __init__(self, root: Path | str) -> None:
         self.root = os.path.realpath(root)
         self._safe: set[str] = {self.root}
+        # Each target's resolved path: a run resolves it to observe, keep, write and
+        # verify it, and its parents are checked once anyway (``_safe``).
+        self._resolved: dict[str, str] = {}
         #: Folders (relative) that are symlinks inside the root, and where they lead.
         self.links: dict[str, str] = {}
 
@@ -113,9 +118,12 @@ class RootResolver:
 
     def resolve_str(self, target: str) -> str:
         """As ``resolve``, as a string: hot loops over many files skip pathlib."""
-        parent, _, _ = target.rpartition("/")
-        self._check_parent(parent, target)
-        return self.root + "/" + target
+        found = self._resolved.get(target)
+        if found is None:
+            parent, _, _ = target.rpartition("/")
+            self._check_parent(parent, target)
+            found = self._resolved[target] = self.root + "/" + target
+        return found
 
     def _check_parent(self, parent: str, target: str) -> None:
         if not parent:

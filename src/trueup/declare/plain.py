@@ -57,16 +57,16 @@ def checked(raw: Any, shape: Shape) -> dict[str, Any] | None:
     if not isinstance(raw, Mapping) or not raw.keys() <= shape.keys():
         return None
     out: dict[str, Any] = {}
+    get = raw.get
     for name, (check, default) in shape.items():
-        if name in raw:
-            value = raw[name]
-            if not check(value):
+        value = get(name, REQUIRED)  # no declaration holds that object
+        if value is REQUIRED:
+            if default is REQUIRED:
                 return None
-            out[name] = list(value) if type(value) is list else value
-        elif default is REQUIRED:
+            value = default
+        elif not check(value):
             return None
-        else:
-            out[name] = list(default) if type(default) is list else default
+        out[name] = list(value) if type(value) is list else value
     return out
 
 

@@ -270,7 +270,6 @@ def _first(exc: ValidationError) -> str:
 
 # -- resolution (every load) ------------------------------------------------
 def _resolve(entry: dict[str, Any], base: Path, fs: ReadOnlyFS, where: str) -> Resource:
-    label = f"resource {entry['id']!r}"
     kind = kinds.get(entry["kind"])
     try:
         resource = Resource(
@@ -284,9 +283,10 @@ def _resolve(entry: dict[str, Any], base: Path, fs: ReadOnlyFS, where: str) -> R
         )
         kind.check(resource)
     except UsageError as exc:
-        raise UsageError(f"{where}: {label}: {exc.message}", hint=exc.hint) from None
+        label = f"{where}: resource {entry['id']!r}"  # spelt only when it is needed
+        raise UsageError(f"{label}: {exc.message}", hint=exc.hint) from None
     except ValueError as exc:
-        raise UsageError(f"{where}: {label}: {exc}") from None
+        raise UsageError(f"{where}: resource {entry['id']!r}: {exc}") from None
     return resource
 
 

@@ -41,7 +41,7 @@ from trueup.execute.crashpoints import reach
 from trueup.execute.rollback import Capture, RollbackStore
 from trueup.execute.verification import verify_commands
 from trueup.fs import TargetAppeared, WritableFS
-from trueup.kinds.base import INTENT, ApplyContext, ObserveContext
+from trueup.kinds.base import INTENT, ApplyContext
 from trueup.model import (
     EXCLUSIVE,
     FREES,
@@ -176,7 +176,7 @@ class Executor:
         self.fs = fs
         self.rollback = rollback
         self.ctx = ApplyContext(root=root, fs=fs, services=services or {}, intend=self._intend)
-        self.read_ctx = ObserveContext(root=root, fs=fs, services=services or {})
+        self.read_ctx = self.ctx.reading()
         self.progress = progress
         # A queued job's run outlives this plan: the job runner finishes it.
         self.finish_run = finish_run

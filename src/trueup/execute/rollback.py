@@ -78,8 +78,9 @@ class RollbackStore:
         written: list[str] = []
         manifest: dict[str, Any] = {}
         exists: dict[str, bool] = {}  # folder -> is it there; shared by the batch
+        above: dict[str, list[str]] = {}
         for item in items:
-            missing = self._missing_dirs(item.paths, exists)
+            missing = self._missing_dirs(item.paths, exists, above)
             snaps = [
                 # In a folder that is not there, nothing is: no need to look.
                 {"path": path, "state": "absent"}
@@ -122,21 +123,41 @@ class RollbackStore:
             written.append(str(blob_path))
         return {"path": path, "state": "file", "blob": blob, "mode": stat.S_IMODE(st.st_mode)}
 
-    def _missing_dirs(self, paths: Iterable[str], exists: dict[str, bool]) -> list[str]:
-        """Folders a write would create, deepest first, so a restore can remove them."""
-        missing: set[str] = set()
-        prefix = str(self.root) + os.sep
-        for path in paths:
-            parent = os.path.dirname(path)
-            while parent.startswith(prefix) and parent not in missing:
-                there = exists.get(parent)
-                if there is None:
-                    there = exists[parent] = os.path.isdir(parent)
-                if there:
-                    break
-                missing.add(parent)
-                parent = os.path.dirname(parent)
+    def _missing_dirs(
+        self, paths: Sequence[str], exists: dict[str, bool], above: dict[str, list[str]]
+    ) -> list[str]:
+        """Folders a write would create, deepest first, so a restore can remove them.
+
+        ``exists`` and ``above`` (each folder's missing folders, from it up) are
+        shared by a batch, whose files go many to a folder.
+        """
+        if len(paths) == 1:
+            return self._missing_above(os.path.dirname(paths[0]), exists, above)
+        missing = {
+            d for path in paths for d in self._missing_above(os.path.dirname(path), exists, above)
+        }
         return sorted(missing, key=lambda p: (-p.count(os.sep), p))
+
+    def _missing_above(
+        self, folder: str, exists: dict[str, bool], above: dict[str, list[str]]
+    ) -> list[str]:
+        """``folder`` and its parents inside the root that do not exist, deepest first."""
+        known = above.get(folder)
+        if known is not None:
+            return known
+        missing = []
+        prefix = str(self.root) + os.sep
+        parent = folder
+        while parent.startswith(prefix):
+            there = exists.get(parent)
+            if there is None:
+                there = exists[parent] = os.path.isdir(parent)
+            if there:
+                break
+            missing.append(parent)
+            parent = os.path.dirname(parent)
+        above[folder] = missing
+        return missing
 
     def load(self, ref: str) -> dict[str, Any]:
         """One action's material (``<manifest>#<seq>``); see ``_reading`` when it is gone."""

@@ -60,6 +60,13 @@ class ApplyContext(ObserveContext):
     #: tell "written by that run" from "changed by somebody".
     intend: Callable[[Mapping[str, Any]], None] = _nowhere
 
+    def reading(self) -> ObserveContext:
+        """The same root and file system, to observe with: one resolver serves both,
+        so a run checks and spells each target once."""
+        read = ObserveContext(self.root, self.fs, self.env, self.services)
+        object.__setattr__(read, "resolver", self.resolver)
+        return read
+
 
 #: The applied-record detail key of an intent (see ``ApplyContext.intend``).
 INTENT = "intent"

@@ -22,8 +22,9 @@ from trueup.model import Plan, Resource
 
 @functools.lru_cache(maxsize=1 << 16)
 def source_path(base_dir: Path | str, source: str) -> str:
-    """Where a declared ``source`` is, spelt once for the read-ahead and for resolving."""
-    return os.path.normpath(os.path.join(base_dir, source))
+    """Where a declared ``source`` is, spelt once for the read-ahead and for resolving
+    (absolute and normal: ``ReadOnlyFS.follow`` need not spell it again)."""
+    return os.path.abspath(os.path.join(base_dir, source))
 
 
 def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> dict[str, Any]:
@@ -32,7 +33,7 @@ def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> di
     if spec.get("source") is not None:
         declared = source_path(base_dir, spec["source"])
         # A source may be a link: read, hash and remember what it leads to.
-        source, st = fs.follow(declared)
+        source, st = fs.follow(declared, absolute=True)
         if st is None or not stat.S_ISREG(st.st_mode):
             what = "does not exist" if st is None else "is not a file"
             raise UsageError(f"field 'source': {spec['source']!r} {what} (looked in {declared})")
