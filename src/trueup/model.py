@@ -88,6 +88,8 @@ class Observed:
         (a folder's listing, a config's keys) are digested.
         """
         detail = self.detail
+        if not detail:  # nothing there, or a file seen by its digest alone
+            return f"{self.state}:{self.digest}:"
         if all(isinstance(v, str | int | bool) or v is None for v in detail.values()):
             flat = ",".join(f"{k}={detail[k]!r}" for k in sorted(detail))
             return f"{self.state}:{self.digest}:{flat}"

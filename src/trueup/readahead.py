@@ -129,8 +129,7 @@ def _records(stream: IO[bytes]) -> Iterator[tuple[str, Any, str, bytes | None, i
             records = take_frame(stream)
         except EOFError:
             return
-        for path, key, digest, data, read_ns in records:
-            yield path, tuple(key), digest, data, read_ns
+        yield from records  # marshal keeps each stat key a tuple
 
 
 def _child(request: bytes, out: IO[bytes]) -> None:

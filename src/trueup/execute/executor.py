@@ -295,21 +295,27 @@ class Executor:
     def _batch(self, batch: Sequence[tuple[int, Action]]) -> None:
         for _, action in batch:
             self._unmoved(action)
-        # A verify-only or handed-over action touches no path but replaces its
-        # applied record: its capture keeps the record a restore puts back.
-        captures = [
-            Capture(
-                seq,
-                kinds.get(action.kind).touches(action, self._resource(action), self.read_ctx)
+        captures = []
+        for seq, action in batch:
+            kind = kinds.get(action.kind)
+            if not kind.restorable:
+                continue
+            # A verify-only or handed-over action touches no path but replaces its
+            # applied record: its capture keeps the record a restore puts back.
+            touched = (
+                kind.touches(action, self._resource(action), self.read_ctx)
                 if action.changes_target
-                else [],
-                self._applied_json(action.resource_id),
-                kinds.get(action.kind).prunes(action) or FREES in action.payload,
-                bool(action.payload.get(EXCLUSIVE)),
+                else []
             )
-            for seq, action in batch
-            if kinds.get(action.kind).restorable
-        ]
+            captures.append(
+                Capture(
+                    seq,
+                    touched,
+                    self._applied_json(action.resource_id),
+                    kind.prunes(action) or FREES in action.payload,
+                    bool(action.payload.get(EXCLUSIVE)),
+                )
+            )
         manifest = self.rollback.capture(captures, self.fs) if captures else None
         reach("rollback-flushed")
         with self.store.db.transaction():

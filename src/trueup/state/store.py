@@ -419,20 +419,16 @@ class Store:
         """
         stamp = now()
         seen = observed or {}
+        rows = []
+        for i, a in enumerate(actions, start=first_seq):
+            action = a.to_json()
+            action["observed"] = seen.get(a.resource_id)
+            rows.append((run_id, i, a.resource_id, storage_text(action), stamp))
         with self.db.transaction():
             self.db.executemany(
                 "INSERT INTO run_actions (run_id, seq, resource_id, action, status, updated_at) "
                 "VALUES (?, ?, ?, ?, 'pending', ?)",
-                [
-                    (
-                        run_id,
-                        i,
-                        a.resource_id,
-                        storage_text({**a.to_json(), "observed": seen.get(a.resource_id)}),
-                        stamp,
-                    )
-                    for i, a in enumerate(actions, start=first_seq)
-                ],
+                rows,
             )
 
     def mark_running(self, run_id: str, first: int, last: int, manifest: str | None) -> None:
