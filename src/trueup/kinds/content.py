@@ -28,8 +28,9 @@ def source_path(base_dir: Path | str, source: str) -> str:
 
 
 def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> dict[str, Any]:
-    """Replace ``source``/``content`` by an absolute source path or text, plus a digest."""
-    spec = dict(fields)
+    """Replace ``source``/``content`` by an absolute source path or text, plus a digest
+    (in ``fields``, which the caller gives as its own copy)."""
+    spec = fields
     if spec.get("source") is not None:
         declared = source_path(base_dir, spec["source"])
         # A source may be a link: read, hash and remember what it leads to.

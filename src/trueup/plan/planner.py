@@ -34,6 +34,8 @@ from trueup.paths import find_overlaps, within
 def topological_order(resources: Iterable[Resource]) -> list[Resource]:
     """Dependencies first, ties broken by id; a cycle is an error naming it."""
     by_id = {r.id: r for r in resources}
+    if not any(r.depends_on for r in by_id.values()):  # the usual case: ids in order
+        return [by_id[rid] for rid in sorted(by_id)]
     indegree = {rid: 0 for rid in by_id}
     dependents: dict[str, list[str]] = {rid: [] for rid in by_id}
     for resource in by_id.values():
