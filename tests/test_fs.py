@@ -14,6 +14,7 @@ from trueup.errors import ConflictError
 from trueup.fs import (
     RACY_WINDOW_NS,
     TEMP_MARK,
+    Entry,
     FileTooLargeError,
     ReadOnlyFS,
     StatCache,
@@ -549,3 +550,47 @@ def test_a_run_that_expects_many_writes_has_its_partner_up_before_the_first(
     assert (tmp_path / "first.txt").read_bytes() == b"first\n"
     fs.close()
     few.close()
+
+
+def test_paths_in_a_missing_folder_are_known_absent_from_one_look_at_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looked: list[str] = []
+    real_lstat = os.lstat
+
+    def counting_lstat(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        looked.append(os.fspath(path))
+        return real_lstat(path)
+
+    witnesses: dict[str, object] = {}
+    fs = ReadOnlyFS(witness=witnesses)  # type: ignore[arg-type]
+    monkeypatch.setattr(os, "lstat", counting_lstat)
+    paths = [str(tmp_path / "new" / f"f{i}") for i in range(50)]
+    assert [fs.entry(p) for p in paths] == [None] * 50
+    assert len(looked) == 2  # the first path, then its folder: the rest are known absent
+    assert all(witnesses[p] is None for p in paths)  # each absent path is still witnessed
+
+
+def test_paths_under_a_file_stay_blocked_and_a_folder_seen_there_is_looked_into(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "there").mkdir()
+    (tmp_path / "there" / "b").write_text("b")
+    fs = ReadOnlyFS()
+    assert [fs.entry(tmp_path / "file" / n) for n in ("a", "b")] == [Entry("blocked")] * 2
+    assert fs.entry(tmp_path / "there" / "a") is None
+    found = fs.entry(tmp_path / "there" / "b")
+    assert found is not None and found.state == "file"
+
+
+def test_a_file_system_that_writes_never_takes_a_missing_folder_for_granted(
+    tmp_path: Path,
+) -> None:
+    fs = WritableFS(tag="t")
+    target = tmp_path / "new" / "f"
+    assert fs.entry(target) is None
+    fs.write(target, b"made")
+    fs.commit()
+    found = fs.entry(target)
+    assert found is not None and found.state == "file"

@@ -198,6 +198,10 @@ class ReadOnlyFS:
     from (plan/memo.py).
     """
 
+    #: Whether this file system only observes, in one pass: a folder seen missing
+    #: then stays so for it (a write of its own would make that untrue).
+    observes_only = True
+
     def __init__(
         self,
         cache: StatCache | None = None,
@@ -207,6 +211,10 @@ class ReadOnlyFS:
         self.cache = cache if cache is not None else StatCache()
         self.max_file_bytes = max_file_bytes
         self.witness = witness
+        # Folders seen missing (and seen there) while observing: only a file system
+        # that never writes may trust them for the rest of its life (see entry).
+        self._missing_folders: set[str] | None = set() if self.observes_only else None
+        self._present_folders: set[str] = set()
 
     def read_ahead(self, paths: list[str]) -> None:
         """Have ``paths`` read and hashed by a second process meanwhile (readahead.py).
@@ -375,13 +383,16 @@ class ReadOnlyFS:
     def entry(self, path: Path | str, st: os.stat_result | None = None) -> Entry | None:
         """Observe one path without following a symlink; ``None`` when absent."""
         if st is None:
+            missing_folders = self._missing_folders
+            if missing_folders and os.path.dirname(path) in missing_folders:
+                return self._absent(path, blocked=False)
             try:
                 st = os.lstat(path)
             except (FileNotFoundError, NotADirectoryError) as missing:
-                if self.witness is not None:
-                    self.witness[os.fspath(path)] = None
+                if missing_folders is not None:
+                    self._note_missing(os.path.dirname(path))
                 # A file where a folder of the path should be: nothing can go there.
-                return Entry("blocked") if isinstance(missing, NotADirectoryError) else None
+                return self._absent(path, blocked=isinstance(missing, NotADirectoryError))
         mode = st.st_mode
         if stat.S_ISREG(mode):  # digest_file is its witness
             return Entry("file", self.digest_file(path, st), is_executable(mode))
@@ -391,6 +402,27 @@ class ReadOnlyFS:
         if stat.S_ISDIR(mode):
             return Entry("directory")
         return Entry("special")
+
+    def _absent(self, path: Path | str, blocked: bool) -> Entry | None:
+        if self.witness is not None:
+            self.witness[os.fspath(path)] = None
+        return Entry("blocked") if blocked else None
+
+    def _note_missing(self, folder: str) -> None:
+        """Remember ``folder`` as missing, if it is (not merely under a file: that is
+        "blocked"), so the other paths of a tree planned into an empty root are
+        known absent without a failed lstat each."""
+        assert self._missing_folders is not None
+        if folder in self._missing_folders or folder in self._present_folders:
+            return
+        try:
+            os.lstat(folder)
+        except FileNotFoundError:
+            self._missing_folders.add(folder)
+            return
+        except OSError:
+            pass
+        self._present_folders.add(folder)
 
     def listing(self, root: Path | str, most: int) -> list[str] | None:
         """Relative paths of everything below ``root``, folders too, read from names
@@ -494,6 +526,8 @@ class TargetAppeared(ConflictError):
 
 class WritableFS(ReadOnlyFS):
     """Writes staged beside their targets and committed durably in batches."""
+
+    observes_only = False
 
     def __init__(
         self,
