@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
 
-from trueup.fsops import create_temp, rename_exclusive
+from trueup.fsops import PIPE_BYTES, create_temp, rename_exclusive, widen_pipe
 
 
 @pytest.mark.parametrize("mode", [0o600, 0o644, 0o755, 0o666, 0o777])
@@ -48,3 +49,13 @@ def test_an_exclusive_rename_refuses_what_is_there(tmp_path: Path) -> None:
     os.unlink(tmp_path / "f")
     rename_exclusive(str(tmp_path / ".t"), str(tmp_path / "f"))
     assert (tmp_path / "f").read_text() == "new"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="only Linux grows a pipe")
+def test_a_pipe_between_processes_is_grown_and_its_size_told() -> None:
+    read, write = os.pipe()
+    try:
+        assert widen_pipe(write) == PIPE_BYTES == 1 << 20
+    finally:
+        os.close(read)
+        os.close(write)

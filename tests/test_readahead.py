@@ -4,6 +4,7 @@ would give the same answer, never trusted past an edit, and never left running."
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -134,3 +135,17 @@ def test_few_sources_are_read_by_the_parent_alone(tmp_path: Path) -> None:
     assert (
         ReadAhead.start(sources(tmp_path / "src", MIN_FILES - 1), 1 << 20, 1 << 20, 1 << 20) is None
     )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="only Linux grows a pipe")
+def test_its_answer_flows_through_a_pipe_grown_to_hold_megabytes(tmp_path: Path) -> None:
+    import fcntl
+
+    from trueup.fsops import PIPE_BYTES
+
+    fs = reading(sources(tmp_path / "src"), wait=False)
+    process = fs.cache.ahead._process  # type: ignore[union-attr]
+    assert process is not None and process.stdout is not None
+    # Not 64 KiB: megabytes of contents would cross in hundreds of round trips.
+    assert fcntl.fcntl(process.stdout.fileno(), fcntl.F_GETPIPE_SZ) == PIPE_BYTES
+    fs.stop_read_ahead()

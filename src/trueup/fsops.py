@@ -8,6 +8,7 @@ trueup's other imports.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import functools
@@ -135,6 +136,28 @@ def cores() -> set[int] | range:
         return os.sched_getaffinity(0)
     except AttributeError:  # not on Linux
         return range(os.cpu_count() or 1)
+
+
+#: What a pipe between trueup's processes is grown to, where the system allows.
+PIPE_BYTES = 1 << 20
+_LEAST_PIPE = 4096  # what any pipe holds
+
+
+def widen_pipe(fd: int) -> int:
+    """Grow a pipe so one side can write megabytes without waiting for the other to
+    read each 64 KiB; its size, as it is (a user past their pipe quota gets pages)."""
+    try:
+        import fcntl
+
+        set_size, get_size = fcntl.F_SETPIPE_SZ, fcntl.F_GETPIPE_SZ
+    except (ImportError, AttributeError):  # not Linux: the pipe stays as it is
+        return _LEAST_PIPE
+    with contextlib.suppress(OSError):  # over the user's quota: as it is, too
+        fcntl.fcntl(fd, set_size, PIPE_BYTES)
+    try:
+        return int(fcntl.fcntl(fd, get_size))
+    except OSError:
+        return _LEAST_PIPE
 
 
 def frame(value: Any) -> bytes:

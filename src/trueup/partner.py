@@ -49,6 +49,7 @@ from trueup.fsops import (
     rename_exclusive,
     syncfs_all,
     take_frame,
+    widen_pipe,
     witness,
     write_all,
 )
@@ -63,7 +64,6 @@ START_AFTER = 128
 HAND_FILES = 64
 #: Create requests it may hold unanswered: past that, the parent creates files itself.
 BACKLOG = 2
-_PIPE_BYTES = 1 << 20
 
 # How the partner reports the first failure of a request: (errno, strerror, path,
 # whether it is a target that appeared, i.e. an exclusive rename found something there).
@@ -96,7 +96,7 @@ class Partner:
         self._answered: list[tuple[str, Any]] = []
         #: Bytes one request may hold, and all requests queued behind an unanswered
         #: read-back (``submit``): a quarter of the pipe, so several fit in it.
-        self.request_bytes = _widen(self._requests) // 4
+        self.request_bytes = widen_pipe(self._requests) // 4
 
     @classmethod
     def start(cls) -> Partner | None:
@@ -221,19 +221,6 @@ class Partner:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-
-
-def _widen(fd: int) -> int:
-    """Grow the request pipe so several requests wait in it while the partner works;
-    its size, as it is (a user past their pipe quota gets pages, not 64 KiB)."""
-    import fcntl
-
-    with contextlib.suppress(OSError):
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
-    try:
-        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
-    except OSError:
-        return 4096  # the least a pipe holds
 
 
 # -- the partner's side ---------------------------------------------------------

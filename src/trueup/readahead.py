@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
-from trueup.fsops import child_command, cores, frame, read_still, take_frame
+from trueup.fsops import child_command, cores, frame, read_still, take_frame, widen_pipe
 
 if TYPE_CHECKING:
     import subprocess
@@ -69,6 +69,9 @@ class ReadAhead:
             )
         except OSError:
             return None
+        # The answer is megabytes of file contents, written all at once at the end.
+        assert process.stdout is not None
+        widen_pipe(process.stdout.fileno())
         # Written by a thread: the request outgrows the pipe, and the child takes
         # it only once started, which this process need not wait for.
         request = marshal.dumps((paths, max_file_bytes, keep_file, keep_budget))

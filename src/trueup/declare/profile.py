@@ -116,7 +116,7 @@ def _plainly_valid(raws: list[Any]) -> list[dict[str, Any]] | None:
     """Every entry validated without pydantic (declare/plain.py), or ``None``."""
     entries = []
     for raw in raws:
-        if not isinstance(raw, Mapping):
+        if type(raw) is not dict and not isinstance(raw, Mapping):
             return None
         common = plain.common(raw)
         if common is None or common["kind"] not in kinds.REGISTRY:

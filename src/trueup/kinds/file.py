@@ -165,7 +165,7 @@ class FileKind(Kind):
 
     def plain_fields(self, fields: Mapping[str, Any]) -> dict[str, Any] | None:
         found = checked(fields, _PLAIN)
-        if found is None or sum(found[n] is not None for n in _ORIGINS) != 1:
+        if found is None or [found[n] is not None for n in _ORIGINS].count(True) != 1:
             return None
         return {k: v for k, v in found.items() if v is not None}
 
