@@ -56,6 +56,18 @@ def test_the_first_share_is_left_to_this_process_which_never_waits_for_it(
     fs.stop_read_ahead()
 
 
+def test_sources_needed_only_later_are_all_read_ahead(tmp_path: Path) -> None:
+    paths = sources(tmp_path / "src")
+    fs = ReadOnlyFS(StatCache())
+    fs.read_ahead(paths, soon=False)  # the apply writes them after the plan is journaled
+    ahead = fs.cache.ahead
+    assert ahead is not None and ahead.paths == set(paths)
+    assert ahead.ready(timeout=30)
+    assert fs.digest_file(paths[0]) == sha256_bytes(Path(paths[0]).read_bytes())
+    assert paths[0] in fs.cache.contents  # learned with the rest, not read here
+    fs.stop_read_ahead()
+
+
 def test_one_lookup_learns_every_source_the_second_process_read(tmp_path: Path) -> None:
     paths = sources(tmp_path / "src")
     fs = reading(paths)

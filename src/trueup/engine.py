@@ -234,7 +234,7 @@ class Engine:
         summary = {"id": profile.id, "name": profile.name, "digest": profile.digest}
         memo.keep(plan, summary, history, started_ns, witnesses)
         if writes:  # read meanwhile what the apply will write
-            fs.read_ahead(written_sources(plan, resources, cache))
+            fs.read_ahead(written_sources(plan, resources, cache), soon=False)
         return Prepared(profile, target, root, resources, applied, observed, plan, fs, history)
 
     def _remembered(self, remembered: Remembered, path: Path, root: Path, history: str) -> Prepared:

@@ -216,17 +216,19 @@ class ReadOnlyFS:
         self._missing_folders: set[str] | None = set() if self.observes_only else None
         self._present_folders: set[str] = set()
 
-    def read_ahead(self, paths: list[str]) -> None:
+    def read_ahead(self, paths: list[str], soon: bool = True) -> None:
         """Have ``paths`` read and hashed by a second process meanwhile (readahead.py).
 
-        It takes the last two thirds: this process, which goes through them in
-        order and starts a little later, reads the first third itself meanwhile.
+        Needed ``soon``, it takes the last two thirds: this process, which goes
+        through them in order and starts a little later, reads the first third
+        itself meanwhile. Needed later (after a plan is shown and journaled,
+        a tenth of a second or more), it takes them all.
         """
         from trueup.readahead import ReadAhead
 
         self.stop_read_ahead()
         self.cache.ahead = ReadAhead.start(
-            paths[len(paths) // AHEAD_SHARE :],
+            paths[len(paths) // AHEAD_SHARE :] if soon else paths,
             self.max_file_bytes,
             CONTENTS_MAX_FILE,
             self.cache.contents_budget,
