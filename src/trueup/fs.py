@@ -213,7 +213,7 @@ class ReadOnlyFS:
         self.witness = witness
         # Folders seen missing (and seen there) while observing: only a file system
         # that never writes may trust them for the rest of its life (see entry).
-        self._missing_folders: set[str] | None = set() if self.observes_only else None
+        self._missing_folders: set[str] = set()
         self._present_folders: set[str] = set()
 
     def read_ahead(self, paths: list[str], soon: bool = True) -> None:
@@ -385,13 +385,12 @@ class ReadOnlyFS:
     def entry(self, path: Path | str, st: os.stat_result | None = None) -> Entry | None:
         """Observe one path without following a symlink; ``None`` when absent."""
         if st is None:
-            missing_folders = self._missing_folders
-            if missing_folders and os.path.dirname(path) in missing_folders:
+            if self._missing_folders and os.path.dirname(path) in self._missing_folders:
                 return self._absent(path, blocked=False)
             try:
                 st = os.lstat(path)
             except (FileNotFoundError, NotADirectoryError) as missing:
-                if missing_folders is not None:
+                if self.observes_only:
                     self._note_missing(os.path.dirname(path))
                 # A file where a folder of the path should be: nothing can go there.
                 return self._absent(path, blocked=isinstance(missing, NotADirectoryError))
@@ -414,7 +413,6 @@ class ReadOnlyFS:
         """Remember ``folder`` as missing, if it is (not merely under a file: that is
         "blocked"), so the other paths of a tree planned into an empty root are
         known absent without a failed lstat each."""
-        assert self._missing_folders is not None
         if folder in self._missing_folders or folder in self._present_folders:
             return
         try:

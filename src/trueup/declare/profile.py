@@ -283,8 +283,9 @@ def _resolve(entry: dict[str, Any], base: Path, fs: ReadOnlyFS, where: str) -> R
         )
         kind.check(resource)
     except UsageError as exc:
-        label = f"{where}: resource {entry['id']!r}"  # spelt only when it is needed
-        raise UsageError(f"{label}: {exc.message}", hint=exc.hint) from None
+        raise UsageError(
+            f"{where}: resource {entry['id']!r}: {exc.message}", hint=exc.hint
+        ) from None
     except ValueError as exc:
         raise UsageError(f"{where}: resource {entry['id']!r}: {exc}") from None
     return resource
