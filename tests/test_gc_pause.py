@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from trueup.gc_pause import without_cyclic_gc
+from trueup.gc_pause import thaw, without_cyclic_gc
 
 
 @pytest.fixture(autouse=True)
@@ -56,3 +56,30 @@ def test_a_caller_that_turned_it_off_keeps_it_off() -> None:
     gc.disable()
     assert phase() == (False, False)
     assert not gc.isenabled()
+
+
+@without_cyclic_gc
+def keeping(count: int) -> list[list[int]]:
+    return [[i] for i in range(count)]
+
+
+def test_what_a_phase_keeps_is_frozen_so_the_collector_does_not_walk_it_again() -> None:
+    try:
+        kept = keeping(20_000)
+        walked = {id(o) for o in gc.get_objects()}
+        assert not any(id(o) in walked for o in kept), "frozen: in no generation it walks"
+        assert gc.get_freeze_count() >= len(kept)
+        thaw()
+        walked = {id(o) for o in gc.get_objects()}
+        assert all(id(o) in walked for o in kept), "thawed: collectable again"
+    finally:
+        thaw()
+
+
+def test_a_phase_that_fails_freezes_what_was_kept_too() -> None:
+    try:
+        with pytest.raises(RuntimeError, match="boom"):
+            failing_phase()
+        assert gc.get_freeze_count() > 0
+    finally:
+        thaw()

@@ -21,6 +21,7 @@ from typing import Any
 
 from trueup import audit, authz
 from trueup.execute.runner import DEFAULT_LEASE, LeaseLost, Runner, StepFailed
+from trueup.gc_pause import thaw
 from trueup.state.jobs import Job
 from trueup.state.store import RunInfo, Store
 
@@ -109,7 +110,10 @@ class Worker:
                 stats.runs.append({"run": job.run.id, "status": "left queued"})
                 continue
             done += 1
-            self._one(job, stop, stats)
+            try:
+                self._one(job, stop, stats)
+            finally:
+                thaw()  # what the job's phases froze is collectable again
         return stats
 
     def _one(self, job: Job, stop: threading.Event, stats: WorkerStats) -> None:
