@@ -414,6 +414,53 @@ def test_a_big_batch_shared_with_a_partner_lands_whole(tmp_path: Path, exclusive
 
 
 @needs_two_cores
+def test_work_meanwhile_runs_while_the_partner_flushes_the_temp_files_before_any_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trueup.fs
+
+    flushed_here: list[list[str]] = []
+    real_sync_files = trueup.fs.sync_files
+    monkeypatch.setattr(
+        trueup.fs, "sync_files", lambda paths: flushed_here.append(paths) or real_sync_files(paths)
+    )
+    fs, targets = partnered(tmp_path)
+    seen: list[tuple[int, bool]] = []
+    fs.commit(
+        durable_later=True,
+        meanwhile=lambda: seen.append(
+            (
+                len([p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]),
+                any(t.exists() for t in targets),
+            )
+        ),
+    )
+    fs.durable()
+    assert seen == [(MANY, False)], "every temp file was there, and nothing visible yet"
+    assert flushed_here == [], "the partner flushed them"
+    assert all(t.exists() for t in targets)
+    fs.close()
+
+
+@needs_two_cores
+def test_work_meanwhile_that_fails_leaves_nothing_visible_and_discard_cleans_up(
+    tmp_path: Path,
+) -> None:
+    fs, targets = partnered(tmp_path)
+
+    def fail() -> None:
+        raise RuntimeError("the journal said no")
+
+    with pytest.raises(RuntimeError, match="the journal said no"):
+        fs.commit(durable_later=True, meanwhile=fail)
+    fs.discard()
+    assert not any(t.exists() for t in targets)
+    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
+    assert not fs.partnered
+    fs.close()
+
+
+@needs_two_cores
 def test_a_file_the_partner_read_back_is_read_again_once_it_changed(tmp_path: Path) -> None:
     fs, targets = partnered(tmp_path)
     fs.commit()

@@ -9,11 +9,13 @@ directory), which is as safe as fsync-per-file and much faster for big trees.
 
 from __future__ import annotations
 
+import collections
+import functools
 import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -549,8 +551,9 @@ class WritableFS(ReadOnlyFS):
         # What the partner read back after the last commit: witness and digest by path.
         self._read_back: dict[str, tuple[Witness, str]] = {}
         self._awaited: set[str] = set()
-        # The last commit's folders, while the partner flushes them (``durable``).
-        self._flushing: list[str] = []
+        # What the partner is flushing, oldest first: each flush's own way of doing it
+        # here instead, should the partner find no syncfs (or stop).
+        self._flushing: collections.deque[Callable[[], None]] = collections.deque()
         self._staged: list[_Staged] = []
         self._removals: list[str] = []
         # What each staged path will hold after commit (see ``outcomes``).
@@ -713,9 +716,9 @@ class WritableFS(ReadOnlyFS):
                 )
                 self._awaited.clear()
             elif op == "syncfs":
-                folders, self._flushing = self._flushing, []
-                if answer is not None:  # no syncfs here after all: each folder then
-                    sync_dirs(folders)
+                instead = self._flushing.popleft()
+                if answer is not None:  # no syncfs there after all: this process flushes
+                    instead()
             elif failure is None:
                 failure = answer
         if failure is not None:
@@ -731,8 +734,8 @@ class WritableFS(ReadOnlyFS):
         self._awaited.clear()
         if partner is not None:
             partner.abort()
-        folders, self._flushing = self._flushing, []
-        sync_dirs(folders)  # what it was flushing, if anything: flushed here
+        while self._flushing:  # what it was flushing, if anything: flushed here
+            self._flushing.popleft()()
 
     @property
     def partnered(self) -> bool:
@@ -810,18 +813,25 @@ class WritableFS(ReadOnlyFS):
         """
         return dict(self._outcomes)
 
-    def commit(self, durable_later: bool = False) -> None:
+    def commit(
+        self, durable_later: bool = False, meanwhile: Callable[[], None] | None = None
+    ) -> None:
         """Make every staged change durable and visible, in a crash-safe order.
 
         Temp contents reach the disk before any rename makes them visible, and
         the renames reach the disk before the caller journals success: at once,
         or, with ``durable_later``, by the partner while the caller verifies,
         and then the caller calls ``durable`` before it journals.
+
+        ``meanwhile`` is work of the caller's done while the temp files flush
+        (by the partner, when one is up): on a disk, the longest wait of a batch.
         """
         if self._staged:
             self._settle()  # every temp file exists, the partner's too
-            sync_files([s.temp for s in self._staged])
+            self._flush_staged(meanwhile)
             reach("temp-written")
+        elif meanwhile is not None:
+            meanwhile()
         self._read_back.clear()
         self._unchanged()  # after the sync, the longest wait
         halves = self._halves()
@@ -834,8 +844,8 @@ class WritableFS(ReadOnlyFS):
         self._read_back_later(halves[1])  # first: verification waits for it, not the flush
         partner = self._working_partner()
         if durable_later and partner is not None and len(self._dirs) >= SYNCFS_BATCH:
-            self._flushing = sorted(self._dirs)
-            partner.submit("syncfs", [os.fsencode(f) for f in file_systems(self._flushing)])
+            folders = sorted(self._dirs)
+            self._flush_by(partner, folders, functools.partial(sync_dirs, folders))
         else:
             sync_dirs(self._dirs)
         self._staged.clear()
@@ -850,6 +860,27 @@ class WritableFS(ReadOnlyFS):
         """Wait until what the last commit made visible is on disk (``commit``)."""
         if self._flushing:
             self._settle()
+
+    def _flush_staged(self, meanwhile: Callable[[], None] | None) -> None:
+        """Flush the staged temp files; ``meanwhile`` runs as they flush."""
+        temps = [s.temp for s in self._staged]
+        partner = self._working_partner()
+        if meanwhile is None or partner is None or len(temps) < SYNCFS_BATCH:
+            if meanwhile is not None:
+                meanwhile()
+            sync_files(temps)
+            return
+        self._flush_by(partner, {os.path.dirname(t) for t in temps}, lambda: sync_files(temps))
+        meanwhile()
+        self._settle()  # nothing else is asked of it by now: the flush is all it owes
+
+    def _flush_by(
+        self, partner: Partner, folders: Iterable[str], instead: Callable[[], None]
+    ) -> None:
+        """Have the partner syncfs the file systems of ``folders`` (``instead``: how this
+        process flushes the same, should it have to)."""
+        self._flushing.append(instead)
+        partner.submit("syncfs", [os.fsencode(f) for f in file_systems(folders)])
 
     def _halves(self) -> tuple[list[_Staged], list[_Staged]]:
         """This process's share of the renames and the partner's (none without one).

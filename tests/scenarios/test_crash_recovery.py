@@ -265,6 +265,40 @@ def test_recover_does_not_apply_a_declaration_changed_after_the_crash(world: Wor
     assert not world.target("b.txt").exists()
 
 
+@pytest.mark.parametrize(
+    ("boundary", "journaled"),
+    [
+        ("outcomes-noted:2", ["running", "running"]),
+        ("journal-succeeded:1", ["succeeded", "running"]),
+    ],
+)
+def test_a_verified_batch_is_journaled_while_the_next_batchs_files_flush(
+    world: World, boundary: str, journaled: list[str]
+) -> None:
+    """A crash then may find two batches running (the first verified and durable, the
+    next one's temp file written but not renamed), and recover puts both right."""
+    two = ONE_REPLACE + ONE_REPLACE.split("\n\n", 1)[1].replace('"a', '"b')
+    profile = str(world.write("a.toml", two))
+    result = world.run(
+        "apply",
+        profile,
+        "--root",
+        str(world.root),
+        "--yes",
+        env={"TRUEUP_CRASH_AT": boundary, "TRUEUP_BATCH_SIZE": "1"},
+    )
+    assert result.code == -9, result.err
+    with sqlite3.connect(world.data / "state.db") as db:
+        statuses = [row[0] for row in db.execute("SELECT status FROM run_actions ORDER BY seq")]
+    assert statuses == journaled
+    assert read(world, "a.txt") == "declared\n" and not world.target("b.txt").exists()
+    assert len(temp_files(world.root)) == 1, "the second batch's file, staged and flushing"
+    recovered = world.run("recover")
+    assert recovered.code == 0, recovered.out + recovered.err
+    assert read(world, "a.txt") == read(world, "b.txt") == "declared\n"
+    assert not temp_files(world.root)
+
+
 def test_recover_without_the_declaration_finishes_the_run_and_says_what_next(
     world: World,
 ) -> None:

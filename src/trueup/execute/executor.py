@@ -9,7 +9,10 @@ leaves the run so too, with nothing restored, as that could not be journaled.
 Work is done in batches: the material of a batch is flushed once, its journal
 rows move to ``running`` in one transaction, its writes are committed with one
 file-system sync, and its results are recorded in one transaction. Every
-guarantee holds per action, only the durability barriers are shared.
+guarantee holds per action, only the durability barriers are shared. A batch,
+once verified and durable, is recorded while the next one's files flush (on a
+disk, a batch's longest wait), so two batches may be ``running`` at once: a
+recovery restores both, as it would either.
 
 Right before a batch keeps its rollback material, each local resource in
 it is observed again and must still be what the plan was computed from: a
@@ -182,7 +185,10 @@ class Executor:
         self.finish_run = finish_run
         self.results: list[ActionResult] = []
         self._observed: Mapping[str, str] = {}
+        # What a restore puts back: the batch under way, and the one before it until
+        # it is recorded. That one's verified results, recorded during the next commit.
         self._in_flight: list[tuple[int, str]] = []
+        self._unrecorded: list[tuple[int, Action, Evidence]] = []
         # Remote kinds: what each call returned, and the actions now in flight.
         self._learned: dict[int, dict[str, Any]] = {}
         # Paths a restore left as they are: changed after the run wrote them.
@@ -215,7 +221,9 @@ class Executor:
             with signals_interrupt():
                 for batch in self._batches(pending):
                     self._batch(batch)
+                self._record_verified()
         except (Interrupted, KeyboardInterrupt):
+            self._keep_verified()
             remote = self._fail_remote("interrupted")
             undone = self._undo(self._restore_in_flight, "interrupted")
             if undone is not None:
@@ -233,6 +241,7 @@ class Executor:
             raise
         except Exception as exc:
             message = _wording(exc)
+            self._keep_verified()  # then restored with the rest, as succeeded ones
             self._fail_remote(redact_message(message))
             undone = self._undo(self._restore_all, message)
             if undone is not None:
@@ -316,11 +325,13 @@ class Executor:
                     bool(action.payload.get(EXCLUSIVE)),
                 )
             )
+        if not captures:  # a remote call: nothing of a batch before it is left unrecorded
+            self._record_verified()
         manifest = self.rollback.capture(captures, self.fs) if captures else None
         reach("rollback-flushed")
         with self.store.db.transaction():
             self.store.mark_running(self.run.id, batch[0][0], batch[-1][0], manifest)
-        self._in_flight = [(c.seq, f"{manifest}#{c.seq}") for c in captures]
+        self._in_flight += [(c.seq, f"{manifest}#{c.seq}") for c in captures]
         self._current = list(batch)
         reach("journal-running")
         for seq, action in batch:
@@ -356,12 +367,32 @@ class Executor:
                 self._passed(seq, action, checked)
                 done[i] = (seq, action, checked)
         self.fs.durable()  # before the journal says so
-        self._record(done)
-        self._in_flight = []
+        self._unrecorded = done  # during the next batch's commit, or at the end
         self._current = []
+        if not captures:  # what a remote call did is journaled right after it
+            self._record_verified()
+
+    def _record_verified(self) -> None:
+        """Journal the last verified batch succeeded (it is durable by then)."""
+        done = self._unrecorded
+        if not done:
+            return
+        self._record(done)
+        self._unrecorded = []
+        recorded = {seq for seq, _, _ in done}
+        self._in_flight = [item for item in self._in_flight if item[0] not in recorded]
         reach("journal-succeeded")
         if self.progress:
-            self.progress(len(batch))
+            self.progress(len(done))
+
+    def _keep_verified(self) -> None:
+        """On the way out of a failed or interrupted run, journal the verified batch
+        first: an interrupted run keeps it, as it keeps every batch before it. Should
+        that fail too, it stays in flight and is restored with the batch under way."""
+        try:
+            self._record_verified()
+        except Exception:
+            return
 
     def _passed(self, seq: int, action: Action, evidence: Evidence) -> None:
         """Fail the run on an action whose verification did not pass."""
@@ -373,7 +404,9 @@ class Executor:
 
     def _commit(self, captures: Sequence[Capture], manifest: str | None) -> None:
         try:
-            self.fs.commit(durable_later=True)  # flushed while this process verifies
+            # Renames flushed while this process verifies; the batch before recorded
+            # while the temp files flush.
+            self.fs.commit(durable_later=True, meanwhile=self._record_verified)
         except TargetAppeared as appeared:
             self._appeared.add(appeared.path)
             if manifest is not None:
