@@ -625,3 +625,36 @@ def test_a_big_batch_interrupted_while_shared_with_a_partner_is_restored(world: 
     time.sleep(0.2)  # a partner left working would have created files by now
     assert landed(world) == []
     assert temp_files(world.root) == []
+
+
+def file_resources(world: World) -> str:
+    """The big tree as one file resource per file: enough writes that the partner is
+    started with the run, and up by the third batch of 200."""
+    big_tree(world)
+    text = BIG_PROFILE.split("[[resource]]")[0]
+    for i in range(BIG):
+        text += f'[[resource]]\nid = "f{i:03d}"\nkind = "file"\n'
+        text += f'target = "tree/d{i % 7}/f{i}.txt"\nsource = "tree/d{i % 7}/f{i}.txt"\n\n'
+    return str(world.write("files.toml", text))
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGINT"])
+def test_a_batch_recorded_while_the_partner_flushes_the_next_one_stops_cleanly(
+    world: World, signal_name: str
+) -> None:
+    """The second batch is journaled while the third one's temp files flush: killed
+    there, recover finishes; interrupted there, the first two batches stay and the
+    third is restored, with no temp file left behind by either process."""
+    profile = file_resources(world)
+    env = {"TRUEUP_BATCH_SIZE": "200"}
+    crash = {**env, "TRUEUP_CRASH_AT": f"journal-succeeded:2:{signal_name}"}
+    stopped = world.run("apply", profile, "--root", str(world.root), "--yes", env=crash)
+    assert stopped.code == (-9 if signal_name == "SIGKILL" else 7), stopped.out + stopped.err
+    if signal_name == "SIGINT":
+        time.sleep(0.2)  # a partner left working would have created files by now
+        assert temp_files(world.root) == []
+    assert landed(world) == list(range(400))
+    recovered = world.run("recover", env=env)
+    assert recovered.code == 0, recovered.out + recovered.err
+    assert landed(world) == list(range(BIG))
+    assert temp_files(world.root) == []
