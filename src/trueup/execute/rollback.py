@@ -23,6 +23,7 @@ from typing import Any
 
 from trueup.canonical import storage_json
 from trueup.errors import ApplyFailedError, UsageError
+from trueup.fast_init import fast_init
 from trueup.fs import (
     ABSENT_OUTCOME,
     TEMP_MARK,
@@ -33,6 +34,7 @@ from trueup.fs import (
 from trueup.fsops import sync_paths
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Capture:
     """What to keep for one journaled action before it mutates."""
