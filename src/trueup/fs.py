@@ -580,15 +580,16 @@ class WritableFS(ReadOnlyFS):
             name = hashlib.sha256(name.encode()).hexdigest()[:32]
         return os.path.join(folder, f".{name}{TEMP_MARK}{self.tag}-{self._counter}")
 
-    def make_parents(self, path: Path | str) -> None:
-        """Create missing parents; each new folder's entry is fsynced at commit."""
+    def make_parents(self, path: Path | str) -> str:
+        """Create missing parents (returns the folder ``path`` is in); each new folder's
+        entry is fsynced at commit."""
         parent = os.path.dirname(os.fspath(path))
         self._dirs.add(parent)
         if parent in self._present:
-            return
+            return parent
         if os.path.isdir(parent):
             self._present.add(parent)
-            return
+            return parent
         missing = []
         current = parent
         while not os.path.isdir(current):
@@ -612,6 +613,7 @@ class WritableFS(ReadOnlyFS):
                 if owner != (0, 0):
                     os.chown(folder, *owner)
                     self._owners[folder] = owner
+        return parent
 
     def write(
         self,
@@ -630,10 +632,10 @@ class WritableFS(ReadOnlyFS):
         """
         final = os.fspath(path)
         self._check_size(final, len(data))
-        self.make_parents(final)
+        folder = self.make_parents(final)
         # Nothing to look at where the plan saw nothing (the exclusive rename refuses
         # whatever came since), or in a folder this batch made.
-        fresh = exclusive or os.path.dirname(final) in self._fresh
+        fresh = exclusive or folder in self._fresh
         current = None if fresh else self.lstat(final)
         if mode is None:
             # Keep the read/write bits a regular file already has; anything else
@@ -910,12 +912,10 @@ class WritableFS(ReadOnlyFS):
                     if staged.replaces_dir:
                         _remove_tree(staged.final)
                     os.replace(staged.temp, staged.final)
-                self._dirs.add(os.path.dirname(staged.final))
         except BaseException:
             self._stop_partner()  # its renames are over before anything is restored
             raise
-        self._settle()
-        self._dirs.update(os.path.dirname(s.final) for s in theirs)
+        self._settle()  # every staged path's folder is in _dirs since make_parents
 
     def _read_back_later(self, theirs: list[_Staged]) -> None:
         """Have the partner read back and hash its share of the files just committed,
