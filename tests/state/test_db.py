@@ -118,3 +118,12 @@ def test_a_new_sqlite_store_has_big_pages_and_an_old_one_keeps_its_own(tmp_path:
     assert reopened.execute("PRAGMA page_size")[0][0] == 4096
     assert reopened.execute("SELECT n FROM kept")[0][0] == 1
     reopened.close()
+
+
+def test_sqlite_keeps_its_temporary_files_in_memory(tmp_path: Path) -> None:
+    """Statement journals of big journal updates never reach /var/tmp's disk."""
+    db = Database(f"sqlite:///{tmp_path / 'state.db'}")
+    try:
+        assert db.execute("PRAGMA temp_store")[0][0] == 2  # MEMORY
+    finally:
+        db.close()

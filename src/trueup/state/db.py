@@ -83,6 +83,9 @@ def _open_sqlite(path: Path) -> sqlite3.Connection:
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=FULL")
         connection.execute("PRAGMA busy_timeout=60000")
+        # A statement journal of a batch's updates (half a megabyte each) is a file in
+        # /var/tmp otherwise: another disk to write, and nothing a crash needs.
+        connection.execute("PRAGMA temp_store=MEMORY")
     except sqlite3.DatabaseError as exc:
         raise UsageError(
             f"the state store {path} cannot be used: {exc}",
