@@ -63,45 +63,47 @@ def test_it_stays_frozen() -> None:
         del point.y  # type: ignore[misc]
 
 
-def test_what_it_cannot_make_as_the_dataclass_would_is_refused() -> None:
-    with pytest.raises(TypeError, match="frozen=True, slots=True"):
+class NoSlots:
+    x: int
 
-        @fast_init
-        @dataclass(frozen=True)
-        class NoSlots:
-            x: int
 
-    with pytest.raises(TypeError, match="__post_init__"):
+class Checked:
+    x: int
 
-        @fast_init
-        @dataclass(frozen=True, slots=True)
-        class Checked:
-            x: int
+    def __post_init__(self) -> None:
+        pass
 
-            def __post_init__(self) -> None:
-                pass
 
-    with pytest.raises(TypeError, match="plain fields"):
+class Hidden:
+    x: int
+    y: int = field(init=False, default=0)
 
-        @fast_init
-        @dataclass(frozen=True, slots=True)
-        class Hidden:
-            x: int
-            y: int = field(init=False, default=0)
 
-    with pytest.raises(TypeError, match="plain fields"):
+class Late:
+    x: InitVar[int]
 
-        @fast_init
-        @dataclass(frozen=True, slots=True, kw_only=True)
-        class Named:
-            x: int
 
-    with pytest.raises(TypeError, match="plain fields"):
+class Named:
+    x: int
 
-        @fast_init
-        @dataclass(frozen=True, slots=True)
-        class Late:
-            x: InitVar[int]
+
+@pytest.mark.parametrize(
+    ("cls", "options", "why"),
+    [
+        (NoSlots, {"frozen": True}, "frozen=True, slots=True"),
+        (Checked, {"frozen": True, "slots": True}, "__post_init__"),
+        (Hidden, {"frozen": True, "slots": True}, "plain fields"),
+        (Late, {"frozen": True, "slots": True}, "plain fields"),
+        (Named, {"frozen": True, "slots": True, "kw_only": True}, "plain fields"),
+    ],
+    ids=["no slots", "post_init", "init=False", "InitVar", "kw_only"],
+)
+def test_what_it_cannot_make_as_the_dataclass_would_is_refused(
+    cls: type, options: dict[str, bool], why: str
+) -> None:
+    shaped = type(cls.__name__, (), dict(cls.__dict__))
+    with pytest.raises(TypeError, match=why):
+        fast_init(dataclass(**options)(shaped))  # type: ignore[call-overload]
 
 
 def test_trueups_bulk_values_are_made_by_it() -> None:
