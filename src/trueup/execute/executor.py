@@ -374,11 +374,14 @@ class Executor:
 
     def _record_verified(self) -> None:
         """Journal the last verified batch succeeded (it is durable by then)."""
-        done = self._unrecorded
+        done, self._unrecorded = self._unrecorded, []
         if not done:
             return
-        self._record(done)
-        self._unrecorded = []
+        try:
+            self._record(done)
+        except BaseException:  # not journaled: still the way out's to try (_keep_verified)
+            self._unrecorded = done
+            raise
         recorded = {seq for seq, _, _ in done}
         self._in_flight = [item for item in self._in_flight if item[0] not in recorded]
         reach("journal-succeeded")
