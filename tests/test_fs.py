@@ -128,6 +128,30 @@ def test_planned_bytes_are_refused_once_the_source_changed(tmp_path: Path) -> No
         WritableFS(StatCache()).read_expected(path, planned)
 
 
+def test_a_copy_stages_the_planned_bytes_of_its_source(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(b"planned")
+    fs = WritableFS()
+    fs.copy(tmp_path / "a.txt", str(source), sha256_bytes(b"planned"), executable=True)
+    assert not (tmp_path / "a.txt").exists()
+    assert fs.outcomes() == {str(tmp_path / "a.txt"): "file:" + sha256_bytes(b"planned")}
+    fs.commit()
+    assert (tmp_path / "a.txt").read_bytes() == b"planned"
+    assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o755
+
+
+def test_a_copy_of_a_source_edited_since_the_plan_is_refused_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(b"edited!")
+    fs = WritableFS()
+    with pytest.raises(ConflictError, match="changed after the plan was computed"):
+        fs.copy(tmp_path / "a.txt", str(source), sha256_bytes(b"planned"))
+    fs.discard()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["source"]
+
+
 def test_new_or_large_files_are_never_remembered(tmp_path: Path) -> None:
     fresh, big = tmp_path / "fresh", tmp_path / "big"
     fresh.write_bytes(b"just written")
@@ -329,7 +353,7 @@ def test_a_signal_right_after_a_temp_file_is_created_leaves_discard_its_name(
 
     def open_then_interrupted(path: str, flags: int, mode: int = 0o777) -> int:
         fd = real_open(path, flags, mode)
-        if TEMP_MARK in os.fspath(path):
+        if TEMP_MARK in os.fsdecode(path):
             os.close(fd)
             raise KeyboardInterrupt
         return fd
@@ -411,6 +435,49 @@ def test_a_big_batch_shared_with_a_partner_lands_whole(tmp_path: Path, exclusive
     assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
     fs.close()
     assert not fs.partnered
+
+
+def copied(tmp_path: Path, count: int = 2 * HAND_FILES) -> tuple[list[Path], list[Path]]:
+    """``count`` sources, and the targets ``copy`` is to give their bytes."""
+    sources, targets = [], []
+    for i in range(count):
+        source = tmp_path / "src" / f"s{i}.txt"
+        source.parent.mkdir(exist_ok=True)
+        source.write_bytes(f"source {i}\n".encode())
+        sources.append(source)
+        targets.append(tmp_path / "copies" / f"c{i}.txt")
+    return sources, targets
+
+
+@needs_two_cores
+def test_a_partner_copies_sources_itself_and_the_batch_lands_whole(tmp_path: Path) -> None:
+    fs, written = partnered(tmp_path / "written")
+    sources, targets = copied(tmp_path)
+    for source, target in zip(sources, targets, strict=True):
+        fs.copy(target, str(source), sha256_bytes(source.read_bytes()), exclusive=True)
+    fs.commit()
+    for source, target in zip(sources, targets, strict=True):
+        assert target.read_bytes() == source.read_bytes()
+    assert all(t.exists() for t in written)
+    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
+    fs.close()
+
+
+@needs_two_cores
+def test_a_source_the_partner_finds_edited_since_the_plan_fails_the_batch_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    fs, written = partnered(tmp_path / "written")
+    sources, targets = copied(tmp_path)
+    planned = [sha256_bytes(s.read_bytes()) for s in sources]
+    sources[-3].write_bytes(b"edited after the plan\n")
+    with pytest.raises(ConflictError, match=f"source {sources[-3]} changed after the plan"):
+        for source, target, digest in zip(sources, targets, planned, strict=True):
+            fs.copy(target, str(source), digest, exclusive=True)
+        fs.commit()
+    fs.discard()
+    assert not any(t.exists() for t in [*written, *targets])
+    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
 
 
 @needs_two_cores

@@ -9,11 +9,12 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from trueup.fsops import witness
-from trueup.partner import Partner, PartnerGone
+from trueup.partner import APPEARED, CHANGED, Partner, PartnerGone
 
 pytestmark = pytest.mark.skipif(
     len(os.sched_getaffinity(0)) < 2, reason="a partner is only started with two cores"
@@ -75,11 +76,37 @@ def test_it_reports_the_first_failure_of_a_request_and_goes_on_with_the_next(
     partner.submit("rename", [(bytes(tmp_path / ".u"), bytes(tmp_path / "ok"), False)])
     (rename, refused), (_, missing), (_, fine), (_, replaced) = partner.answers()
     assert rename == "rename" and refused[0] == errno.EEXIST
-    assert refused[2:] == (bytes(tmp_path / "taken"), True), "a target that appeared"
+    assert refused[2:] == (bytes(tmp_path / "taken"), APPEARED), "a target that appeared"
     assert (tmp_path / "taken").read_text() == "somebody's"
     assert missing is not None and missing[0] == errno.ENOENT
     assert fine is None and (tmp_path / ".ok").read_bytes() == b"x"
     assert replaced is None and (tmp_path / "ok").read_text() == "staged"
+
+
+def test_it_copies_a_source_only_while_it_holds_the_planned_bytes(
+    tmp_path: Path, partner: Partner
+) -> None:
+    """The bytes of a big apply's sources never cross the pipe: the partner reads each
+    itself, and refuses one edited (or grown past the limit) since it was planned."""
+    source = tmp_path / "source"
+    source.write_bytes(b"planned\n")
+    planned = hashlib.sha256(b"planned\n").hexdigest()
+    copy = (bytes(source), planned, 1024)
+
+    def create(temp: str, content: tuple[bytes, str, int]) -> Any:
+        partner.submit("create", [(bytes(tmp_path / temp), content, 0o600, None)])
+        [(_, answer)] = partner.answers()
+        return answer
+
+    assert create(".t1", copy) is None
+    assert (tmp_path / ".t1").read_bytes() == b"planned\n"
+    assert (tmp_path / ".t1").stat().st_mode & 0o777 == 0o600
+    source.write_bytes(b"edited since\n")
+    assert create(".t2", copy) == (0, "changed after the plan was computed", bytes(source), CHANGED)
+    source.write_bytes(b"planned\n")
+    oversized = create(".t3", (bytes(source), planned, 4))
+    assert oversized is not None and oversized[2:] == (bytes(source), CHANGED)
+    assert not (tmp_path / ".t2").exists() and not (tmp_path / ".t3").exists()
 
 
 def test_it_never_replaces_a_file_it_was_asked_to_create(tmp_path: Path, partner: Partner) -> None:
@@ -87,7 +114,7 @@ def test_it_never_replaces_a_file_it_was_asked_to_create(tmp_path: Path, partner
     partner.submit("create", [(bytes(tmp_path / ".t"), b"mine", 0o644, None)])
     [(_, failure)] = partner.answers()
     assert failure is not None and failure[0] == errno.EEXIST
-    assert failure[3] is False, "a temp name taken is no target appearing"
+    assert failure[3] == "", "a temp name taken is no target appearing"
     assert (tmp_path / ".t").read_text() == "planted"
 
 

@@ -41,7 +41,6 @@ from trueup.execute.rollback import RollbackStore
 from trueup.fs import FileTooLargeError, ReadOnlyFS, Witness, WritableFS
 from trueup.gc_pause import without_cyclic_gc
 from trueup.kinds.base import ObserveContext
-from trueup.kinds.content import written_sources
 from trueup.model import (
     HANDED_OVER,
     OVERSIZED,
@@ -178,7 +177,6 @@ class Engine:
         is observed, so an unauthorised actor learns nothing about it.
         """
         root = _checked_root(root)
-        writes = permission == "apply"
         started_ns = time.time_ns()
         memo = PlanMemo(
             self.settings.data / "cache" / "plans",
@@ -233,8 +231,6 @@ class Engine:
         self.store.replace_drift(target.key, drift_items(plan))
         summary = {"id": profile.id, "name": profile.name, "digest": profile.digest}
         memo.keep(plan, summary, history, started_ns, witnesses)
-        if writes:  # read meanwhile what the apply will write
-            fs.read_ahead(written_sources(plan, resources, cache), soon=False)
         return Prepared(profile, target, root, resources, applied, observed, plan, fs, history)
 
     def _remembered(self, remembered: Remembered, path: Path, root: Path, history: str) -> Prepared:
@@ -299,19 +295,6 @@ class Engine:
         10,000 files a second time would only double the cost of an apply
         (each write still re-checks its source's digest).
         """
-        try:
-            return self._apply(prepared, expected, progress, confirmation, paused)
-        finally:  # its sources are written, or will not be
-            prepared.fs.stop_read_ahead()
-
-    def _apply(
-        self,
-        prepared: Prepared,
-        expected: Plan | None,
-        progress: Callable[[int], None] | None,
-        confirmation: str | None,
-        paused: bool,
-    ) -> RunResult | None:
         plan = prepared.plan
         gates = self.gates(prepared.target, "plan.applied", plan.digest)
         gates.authorize("apply")

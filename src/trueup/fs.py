@@ -32,7 +32,16 @@ from trueup.fsops import (
     sync_files,
     witness,
 )
-from trueup.partner import BACKLOG, HAND_FILES, START_AFTER, Failure, Partner
+from trueup.partner import (
+    APPEARED,
+    BACKLOG,
+    CHANGED,
+    HAND_FILES,
+    START_AFTER,
+    Content,
+    Failure,
+    Partner,
+)
 
 if TYPE_CHECKING:
     from trueup.readahead import ReadAhead
@@ -179,6 +188,12 @@ class Entry(NamedTuple):
     link: str | None = None
 
 
+def source_changed(path: str) -> ConflictError:
+    return ConflictError(
+        f"source {path} changed after the plan was computed", hint="compute the plan again"
+    )
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -218,23 +233,16 @@ class ReadOnlyFS:
         self._missing_folders: set[str] = set()
         self._present_folders: set[str] = set()
 
-    def read_ahead(self, paths: list[str], soon: bool = True) -> None:
-        """Have ``paths`` read and hashed by a second process meanwhile (readahead.py).
-
-        Needed ``soon``, it takes the last two thirds: this process, which goes
-        through them in order and starts a little later, reads the first third
-        itself meanwhile. Needed later (after a plan is shown and journaled,
-        a tenth of a second or more), it takes them all.
-        """
+    def read_ahead(self, paths: list[str]) -> None:
+        """Have ``paths`` hashed by a second process meanwhile (readahead.py): the last
+        two thirds; this process, which goes through them in order and starts a
+        little later, reads the first third itself meanwhile. Only digests come
+        back: whatever is written from a source is read again by whoever writes
+        it (``WritableFS.copy``)."""
         from trueup.readahead import ReadAhead
 
         self.stop_read_ahead()
-        self.cache.ahead = ReadAhead.start(
-            paths[len(paths) // AHEAD_SHARE :] if soon else paths,
-            self.max_file_bytes,
-            CONTENTS_MAX_FILE,
-            self.cache.contents_budget,
-        )
+        self.cache.ahead = ReadAhead.start(paths[len(paths) // AHEAD_SHARE :], self.max_file_bytes)
 
     def stop_read_ahead(self) -> None:
         """Stop a read-ahead whose results are not needed (any more)."""
@@ -375,10 +383,7 @@ class ReadOnlyFS:
             return hit[2]
         data = self._read(key, st.st_size)
         if self.cache.known(key, skey) != digest and sha256_bytes(data) != digest:
-            raise ConflictError(
-                f"source {key} changed after the plan was computed",
-                hint="compute the plan again",
-            )
+            raise source_changed(key)
         return data
 
     def readlink(self, path: Path | str) -> str:
@@ -546,7 +551,7 @@ class WritableFS(ReadOnlyFS):
         self._partner: Partner | None = None
         self._staged_files = 0
         # Temp files to hand to the partner in its next request, and their bytes.
-        self._handing: list[tuple[bytes, bytes, int, tuple[int, int] | None]] = []
+        self._handing: list[tuple[bytes, Content, int, tuple[int, int] | None]] = []
         self._handing_bytes = 0
         # What the partner read back after the last commit: witness and digest by path.
         self._read_back: dict[str, tuple[Witness, str]] = {}
@@ -632,6 +637,42 @@ class WritableFS(ReadOnlyFS):
         """
         final = os.fspath(path)
         self._check_size(final, len(data))
+        digest = digest or hashlib.sha256(data).hexdigest()
+        self._stage_file(final, data, digest, executable, mode, exclusive)
+
+    def copy(
+        self,
+        path: Path | str,
+        source: str,
+        digest: str,
+        executable: bool = False,
+        mode: int | None = None,
+        exclusive: bool = False,
+    ) -> None:
+        """Stage the bytes of ``source`` for ``path``, as ``write`` would stage them,
+        refused (``ConflictError``) unless they hash to ``digest``, the planned content.
+
+        A partner reads and checks them itself: the bytes of a big first apply
+        then never pass through this process (10,000 sources are 20 MB).
+        """
+        self._stage_file(
+            os.fspath(path),
+            (os.fsencode(source), digest, self.max_file_bytes),
+            digest,
+            executable,
+            mode,
+            exclusive,
+        )
+
+    def _stage_file(
+        self,
+        final: str,
+        content: Content,
+        digest: str,
+        executable: bool,
+        mode: int | None,
+        exclusive: bool,
+    ) -> None:
         folder = self.make_parents(final)
         # Nothing to look at where the plan saw nothing (the exclusive rename refuses
         # whatever came since), or in a folder this batch made.
@@ -649,24 +690,34 @@ class WritableFS(ReadOnlyFS):
         # Staged before it exists: a signal is handled between any two steps, and
         # one right after the file is created must still leave discard() its name.
         self._staged.append(_Staged(temp, final, _is_dir(current), exclusive))
-        self._create(temp, data, mode, self._owner(final, current))
-        self._outcomes[final] = "file:" + (digest or hashlib.sha256(data).hexdigest())
+        self._create(os.fsencode(temp), content, mode, self._owner(final, current))
+        self._outcomes[final] = "file:" + digest
 
-    def _create(self, temp: str, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
+    def _create(
+        self, temp: bytes, content: Content, mode: int, owner: tuple[int, int] | None
+    ) -> None:
         """Create a staged temp file now, or have the partner create it meanwhile."""
         partner = self._started_partner()
         if partner is None:
-            create_temp(temp, data, mode, owner)
+            create_temp(temp, self._bytes(content), mode, owner)
             return
-        self._handing.append((os.fsencode(temp), data, mode, owner))
-        self._handing_bytes += len(data)
+        self._handing.append((temp, content, mode, owner))
+        if isinstance(content, bytes):
+            self._handing_bytes += len(content)
         if len(self._handing) >= HAND_FILES or self._handing_bytes >= partner.request_bytes:
             if partner.backlog() < BACKLOG:
                 self._hand_over(partner)
             else:  # it is behind (a slow disk): this process creates these itself
                 handing, self._handing, self._handing_bytes = self._handing, [], 0
-                for item in handing:
-                    create_temp(*item)
+                for name, held, bits, whose in handing:
+                    create_temp(name, self._bytes(held), bits, whose)
+
+    def _bytes(self, content: Content) -> bytes:
+        """A temp file's bytes, read here when they are a source's (see ``copy``)."""
+        if isinstance(content, bytes):
+            return content
+        source, digest, _limit = content
+        return self.read_expected(os.fsdecode(source), digest)
 
     def expect(self, writes: int) -> None:
         """At least ``writes`` files are coming: a big run starts its partner at once, so
@@ -724,9 +775,11 @@ class WritableFS(ReadOnlyFS):
             elif failure is None:
                 failure = answer
         if failure is not None:
-            number, message, path, appeared = failure
-            if appeared:
+            number, message, path, why = failure
+            if why == APPEARED:
                 raise TargetAppeared(os.fsdecode(path))
+            if why == CHANGED:
+                raise source_changed(os.fsdecode(path))
             raise OSError(number, message, os.fsdecode(path))
 
     def _stop_partner(self) -> None:

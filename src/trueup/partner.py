@@ -6,11 +6,12 @@ Python while the machine's other core idles. Python threads do not help:
 every system call hands the GIL over, and taking it back waits for the other
 thread's switch interval (measured: two threads are slower than one). So a
 ``WritableFS`` with a partner hands it the temp files to create as they are
-staged (it creates them while the executor goes on staging), half of the
-renames at commit, half of what was committed to read back and hash for
-verification, and the flush of the folders while the executor verifies;
-two processes take ~0.55 s where one takes ~0.85 s
-(10,000 files of 200 B - 4 KB).
+staged (it creates them while the executor goes on staging, copying a
+source's bytes itself, refused unless they hash to the planned digest, so
+they never cross the pipe), half of the renames at commit, half of what was
+committed to read back and hash for verification, and the flush of the
+folders while the executor verifies; two processes take ~0.55 s where one
+takes ~0.85 s (10,000 files of 200 B - 4 KB).
 
 The partner acts only on what it is asked, on temp names the parent chose
 and staged before asking (so ``WritableFS.discard`` and a recovery's sweep
@@ -65,9 +66,16 @@ HAND_FILES = 64
 #: Create requests it may hold unanswered: past that, the parent creates files itself.
 BACKLOG = 2
 
+#: Why a request failed, beside its error: a target appeared where the plan saw
+#: nothing (an exclusive rename found something there), or a source to copy no
+#: longer holds the bytes the plan was computed from.
+APPEARED, CHANGED = "appeared", "changed"
 # How the partner reports the first failure of a request: (errno, strerror, path,
-# whether it is a target that appeared, i.e. an exclusive rename found something there).
-Failure = tuple[int, str, bytes, bool] | None
+# "" or one of the reasons above).
+Failure = tuple[int, str, bytes, str] | None
+#: A temp file's content: its bytes, or where to copy them from (source, the sha256
+#: they must have, the file-size limit), so they need not cross the pipe.
+Content = bytes | tuple[bytes, str, int]
 
 
 class PartnerGone(ApplyFailedError):
@@ -226,10 +234,16 @@ class Partner:
 # -- the partner's side ---------------------------------------------------------
 # Paths travel as bytes, as the parent's file system encoding spells them: the
 # partner's bare interpreter may decode names otherwise (no PYTHONUTF8 under -I).
-def _create(items: list[tuple[bytes, bytes, int, tuple[int, int] | None]]) -> Failure:
-    for temp, data, mode, owner in items:
+def _create(items: list[tuple[bytes, Content, int, tuple[int, int] | None]]) -> Failure:
+    for temp, content, mode, owner in items:
+        if isinstance(content, tuple):
+            source, digest, max_file_bytes = content
+            held = read_still(source, max_file_bytes)
+            if held is None or hashlib.sha256(held[1]).hexdigest() != digest:
+                return (0, "changed after the plan was computed", source, CHANGED)
+            content = held[1]
         try:
-            create_temp(temp, data, mode, owner)
+            create_temp(temp, content, mode, owner)
         except OSError as exc:
             return _failure(exc, temp)
     return None
@@ -243,7 +257,7 @@ def _rename(items: list[tuple[bytes, bytes, bool]]) -> Failure:
             else:
                 os.replace(temp, final)
         except FileExistsError as exc:
-            return _failure(exc, final, appeared=exclusive)
+            return _failure(exc, final, APPEARED if exclusive else "")
         except OSError as exc:
             return _failure(exc, final)
     return None
@@ -266,11 +280,11 @@ def _syncfs(folders: list[bytes]) -> Failure:
     """One syncfs per file system (the parent sends one folder of each)."""
     if syncfs_all(folders):
         return None
-    return (0, "syncfs is not available", b"", False)  # the parent flushes the folders
+    return (0, "syncfs is not available", b"", "")  # the parent flushes the folders
 
 
-def _failure(exc: OSError, path: bytes, appeared: bool = False) -> Failure:
-    return (exc.errno or 0, exc.strerror or str(exc), path, appeared)
+def _failure(exc: OSError, path: bytes, why: str = "") -> Failure:
+    return (exc.errno or 0, exc.strerror or str(exc), path, why)
 
 
 _OPS: dict[str, Callable[[Any], Any]] = {

@@ -52,9 +52,7 @@ class ReadAhead:
         self.paths = frozenset(paths)
 
     @classmethod
-    def start(
-        cls, paths: list[str], max_file_bytes: int, keep_file: int, keep_budget: int
-    ) -> ReadAhead | None:
+    def start(cls, paths: list[str], max_file_bytes: int) -> ReadAhead | None:
         """A running read-ahead, or ``None`` where it would not pay (few files, one core)."""
         if len(paths) < MIN_FILES or len(cores()) < 2:
             return None
@@ -69,12 +67,12 @@ class ReadAhead:
             )
         except OSError:
             return None
-        # The answer is megabytes of file contents, written all at once at the end.
+        # The answer, a digest a file (1.5 MB for 10,000), comes all at once at the end.
         assert process.stdout is not None
         widen_pipe(process.stdout.fileno())
         # Written by a thread: the request outgrows the pipe, and the child takes
         # it only once started, which this process need not wait for.
-        request = marshal.dumps((paths, max_file_bytes, keep_file, keep_budget))
+        request = marshal.dumps((paths, max_file_bytes))
         threading.Thread(target=_hand, args=(process.stdin, request), daemon=True).start()
         ahead = cls(process, paths)
         # Should nobody need it (a refused apply), it still ends with this process.
@@ -97,8 +95,8 @@ class ReadAhead:
             return
         assert process.stdout is not None
         try:
-            for path, key, digest, data, read_ns in _records(process.stdout):
-                cache.learn(path, key, digest, data, read_ns)
+            for path, key, digest, read_ns in _records(process.stdout):
+                cache.learn(path, key, digest, None, read_ns)
         except (OSError, ValueError, EOFError, TypeError):
             pass  # what was learned stands; the parent reads the rest itself
         finally:
@@ -126,7 +124,7 @@ def _hand(stream: IO[bytes] | None, request: bytes) -> None:
         stream.close()
 
 
-def _records(stream: IO[bytes]) -> Iterator[tuple[str, Any, str, bytes | None, int]]:
+def _records(stream: IO[bytes]) -> Iterator[tuple[str, Any, str, int]]:
     while True:
         try:
             records = take_frame(stream)
@@ -139,8 +137,8 @@ def _child(request: bytes, out: IO[bytes]) -> None:
     """Read everything, then answer: the parent is busy validating meanwhile, and a
     pipe holds 64 KiB, so writing as it goes would stall the reading at once. Frames
     are packed as they fill, so the answer then streams out as fast as it is taken."""
-    paths, max_file_bytes, keep_file, keep_budget = marshal.loads(request)
-    records: list[tuple[str, Any, str, bytes | None, int]] = []
+    paths, max_file_bytes = marshal.loads(request)
+    records: list[tuple[str, Any, str, int]] = []
     packed: list[bytes] = []
     # From the last: the parent, which reads for itself until this is ready, goes
     # from the first, so the two meet somewhere in between and little is read twice.
@@ -149,10 +147,7 @@ def _child(request: bytes, out: IO[bytes]) -> None:
         if found is not None:
             st, data = found
             key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)  # fs.stat_key
-            digest = hashlib.sha256(data).hexdigest()
-            kept = len(data) <= min(keep_file, keep_budget)
-            keep_budget -= len(data) if kept else 0
-            records.append((path, key, digest, data if kept else None, time.time_ns()))
+            records.append((path, key, hashlib.sha256(data).hexdigest(), time.time_ns()))
         if len(records) >= _FRAME_FILES:
             packed.append(frame(records))
             records = []

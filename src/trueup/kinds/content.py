@@ -11,13 +11,11 @@ import difflib
 import functools
 import os
 import stat
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from trueup.errors import UsageError
-from trueup.fs import ReadOnlyFS, StatCache, sha256_bytes
-from trueup.model import Plan, Resource
+from trueup.fs import ReadOnlyFS, sha256_bytes
 
 _POSIX = os.sep == "/" and os.altsep is None
 
@@ -61,18 +59,6 @@ def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> di
     elif spec.get("content") is not None:
         spec["digest"] = sha256_bytes(spec["content"].encode("utf-8"))
     return spec
-
-
-def written_sources(plan: Plan, resources: Mapping[str, Resource], cache: StatCache) -> list[str]:
-    """The sources whose bytes applying ``plan`` writes and this run has not read yet."""
-    found = []
-    for action in plan.actions:
-        resource = resources.get(action.resource_id)
-        if action.changes_target and resource is not None:
-            source = resource.spec.get("source")
-            if isinstance(source, str) and source not in cache.contents:
-                found.append(source)
-    return found
 
 
 def declared_bytes(spec: dict[str, Any] | Any, fs: ReadOnlyFS) -> bytes:

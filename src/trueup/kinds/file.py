@@ -360,11 +360,14 @@ class FileKind(Kind):
         if spec.get("link") is not None:
             ctx.fs.symlink(path, spec["link"], exclusive)
             return
-        known = None if resource.policy == "append-local" else spec["digest"]
-        data = self._new_bytes(resource, ctx.fs, path)
         executable = spec.get("executable")
         # An undeclared mode (append-local) is the follower's: kept bit for bit.
         mode = _mode_now(ctx, path) if executable is None else None
+        if resource.policy != "append-local" and spec.get("source") is not None:
+            ctx.fs.copy(path, spec["source"], spec["digest"], bool(executable), mode, exclusive)
+            return
+        known = None if resource.policy == "append-local" else spec["digest"]
+        data = self._new_bytes(resource, ctx.fs, path)
         ctx.fs.write(path, data, bool(executable), mode=mode, digest=known, exclusive=exclusive)
 
     def _new_bytes(self, resource: Resource, fs: ReadOnlyFS, path: Path | str) -> bytes:

@@ -324,10 +324,8 @@ class TreeKind(Kind):
             if entry[0] == "link":
                 fs.symlink(join(base, rel), entry[1], rel not in replaced)
                 continue
-            data = fs.read_expected(join(source, rel), entry[1])
-            fs.write(
-                join(base, rel), data, entry[2], digest=entry[1], exclusive=rel not in replaced
-            )
+            exclusive = rel not in replaced
+            fs.copy(join(base, rel), join(source, rel), entry[1], entry[2], None, exclusive)
         for rel in action.payload.get("remove", []):
             fs.remove(join(base, rel), prune_up_to=base)
 
