@@ -304,13 +304,18 @@ def snapshot_trueup(place: Path) -> Path:
         place / "trueup",
         ignore=shutil.ignore_patterns("__pycache__"),
     )
+    import tomllib
+
+    with open(REPO / "pyproject.toml", "rb") as handle:
+        entry = tomllib.load(handle)["project"]["scripts"]["trueup"]
+    module, function = entry.split(":")
     launcher = place / "trueup-launcher"
     launcher.write_text(
         f"#!{REPO / '.venv' / 'bin' / 'python'}\n"
         "import sys\n"
         f"sys.path.insert(0, {str(place)!r})\n"
-        "from trueup.cli.main import run\n"
-        "sys.exit(run())\n"
+        f"from {module} import {function}\n"
+        f"sys.exit({function}())\n"
     )
     launcher.chmod(0o755)
     # as an installed package would be: byte-compiled (PYTHONDONTWRITEBYTECODE may be set)

@@ -3,6 +3,7 @@ would give the same answer, never trusted past an edit, and never left running."
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from trueup.fs import AHEAD_SHARE, ReadOnlyFS, StatCache, sha256_bytes
-from trueup.readahead import MIN_FILES, ReadAhead
+from trueup.readahead import MIN_FILES, ReadAhead, start_early, take_early
 
 pytestmark = pytest.mark.skipif(
     len(os.sched_getaffinity(0)) < 2, reason="a read-ahead is only started with two cores"
@@ -38,7 +39,7 @@ def sources(folder: Path, count: int = COUNT, age_s: float = 10) -> list[str]:
 def reading(paths: list[str], fs: ReadOnlyFS | None = None, wait: bool = True) -> ReadOnlyFS:
     """A read-ahead of ``paths``, by default waited for until it has read them all."""
     fs = fs or ReadOnlyFS(StatCache())
-    fs.read_ahead(paths)
+    fs.read_ahead("/nowhere/profile.toml", lambda: paths)  # a profile none was started for
     assert fs.cache.ahead is not None
     assert not wait or fs.cache.ahead.ready(timeout=30)
     return fs
@@ -146,4 +147,78 @@ def test_its_answer_flows_through_a_pipe_grown_to_hold_it(tmp_path: Path) -> Non
     assert process is not None and process.stdout is not None
     # Not 64 KiB: a digest a file of 10,000 (1.5 MB) would cross in dozens of round trips.
     assert fcntl.fcntl(process.stdout.fileno(), fcntl.F_GETPIPE_SZ) == PIPE_BYTES
+    fs.stop_read_ahead()
+
+
+def profile_of(folder: Path, paths: list[str], suffix: str) -> Path:
+    """A profile in ``folder`` declaring ``paths`` as sources, relative to it."""
+    resources = [
+        {"id": f"r{i}", "kind": "file", "target": f"t/{i}", "source": os.path.relpath(p, folder)}
+        for i, p in enumerate(paths)
+    ]
+    profile = folder / f"profile{suffix}"
+    if suffix == ".json":
+        profile.write_text(json.dumps({"profile": {"id": "p", "name": "P"}, "resource": resources}))
+    else:
+        rows = "".join(
+            f'[[resource]]\nid = "{r["id"]}"\nkind = "file"\ntarget = "{r["target"]}"\n'
+            f'source = "{r["source"]}"\n'
+            for r in resources
+        )
+        profile.write_text(f'[profile]\nid = "p"\nname = "P"\n{rows}')
+    return profile
+
+
+@pytest.mark.parametrize("suffix", [".json", ".toml"])
+def test_a_read_ahead_started_early_parses_the_profile_itself_and_reads_every_source(
+    tmp_path: Path, suffix: str
+) -> None:
+    paths = sources(tmp_path / "src")
+    profile = str(profile_of(tmp_path, paths, suffix))
+    start_early(profile)
+    fs = ReadOnlyFS(StatCache())
+
+    def unasked() -> list[str]:
+        raise AssertionError("taken over: the sources need not be listed again")
+
+    fs.read_ahead(profile, unasked)
+    ahead = fs.cache.ahead
+    assert ahead is not None and ahead.wanted(paths[0]) and ahead.ready(timeout=30)
+    assert fs.digest_file(paths[0]) == sha256_bytes(Path(paths[0]).read_bytes())
+    for path in paths:  # the first third too: it had a head start
+        assert fs.cache.entries[path][1] == sha256_bytes(Path(path).read_bytes())
+    assert take_early(profile) is None, "taken over once"
+
+
+def test_an_early_read_ahead_of_a_profile_it_cannot_parse_reads_nothing(tmp_path: Path) -> None:
+    paths = sources(tmp_path / "src")
+    broken = tmp_path / "broken.json"
+    broken.write_text(profile_of(tmp_path, paths, ".json").read_text()[:-10])
+    yaml = tmp_path / "profile.yaml"
+    yaml.write_text(profile_of(tmp_path, paths, ".json").read_text())  # JSON is YAML too
+    for profile in (str(broken), str(yaml)):
+        start_early(profile)
+        ahead = take_early(profile)
+        assert ahead is not None and ahead.ready(timeout=30)
+        cache = StatCache()
+        ahead.drain(cache)
+        assert not cache.entries
+
+
+def test_an_early_read_ahead_nobody_takes_over_is_stopped_with_the_first_read_ahead(
+    tmp_path: Path,
+) -> None:
+    paths = sources(tmp_path / "src")
+    profile = str(profile_of(tmp_path, paths, ".json"))
+    fs = ReadOnlyFS(StatCache())
+    for load in (
+        lambda: fs.read_ahead(str(tmp_path / "another.json"), lambda: paths),  # another profile
+        fs.stop_read_ahead,  # a profile read from its cache: nothing is read ahead for it
+    ):
+        early = start_early(profile)
+        assert early is not None and early._process is not None
+        process = early._process
+        load()
+        assert process.returncode is not None, "stopped and reaped"
+        assert take_early(profile) is None
     fs.stop_read_ahead()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
 from trueup.fsops import (
+    DEFAULT_MAX_FILE_BYTES,
     O_CLOEXEC,
     SYNCFS_BATCH,
     create_temp,
@@ -46,7 +47,6 @@ from trueup.partner import (
 if TYPE_CHECKING:
     from trueup.readahead import ReadAhead
 
-DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 TEMP_MARK = ".trueup-tmp-"
 #: The digest of a live file over the size limit (``walk(big=True)``): never a sha256.
 OVERSIZED_DIGEST = "over-the-size-limit:"
@@ -233,29 +233,41 @@ class ReadOnlyFS:
         self._missing_folders: set[str] = set()
         self._present_folders: set[str] = set()
 
-    def read_ahead(self, paths: list[str]) -> None:
-        """Have ``paths`` hashed by a second process meanwhile (readahead.py): the last
-        two thirds; this process, which goes through them in order and starts a
-        little later, reads the first third itself meanwhile. Only digests come
-        back: whatever is written from a source is read again by whoever writes
-        it (``WritableFS.copy``)."""
-        from trueup.readahead import ReadAhead
+    def read_ahead(self, profile: str, sources: Callable[[], list[str]]) -> None:
+        """Have the ``sources`` that ``profile`` declares hashed by a second process
+        meanwhile (readahead.py).
 
+        The one the command started early for this profile reads them all; one
+        started now takes the last two thirds, and this process, which goes
+        through them in order, reads the first third itself meanwhile. Only
+        digests come back: whatever is written from a source is read again by
+        whoever writes it (``WritableFS.copy``).
+        """
+        from trueup.readahead import ReadAhead, take_early
+
+        ahead = take_early(profile)
         self.stop_read_ahead()
-        self.cache.ahead = ReadAhead.start(paths[len(paths) // AHEAD_SHARE :], self.max_file_bytes)
+        if ahead is None:
+            paths = sources()
+            ahead = ReadAhead.start(paths[len(paths) // AHEAD_SHARE :], self.max_file_bytes)
+        self.cache.ahead = ahead
 
     def stop_read_ahead(self) -> None:
-        """Stop a read-ahead whose results are not needed (any more)."""
+        """Stop a read-ahead whose results are not needed (any more), and any started
+        early for a profile this command did not load."""
+        from trueup.readahead import stop_early
+
         ahead, self.cache.ahead = self.cache.ahead, None
         if ahead is not None:
             ahead.close()
+        stop_early()
 
     def _caught_up(self, path: str) -> bool:
         """Learn what the read-ahead read, on a miss of a path it was asked for once it
         has read them all (once: it is spent then); whether it did. Until then this
         process reads for itself rather than wait."""
         ahead = self.cache.ahead
-        if ahead is None or path not in ahead.paths or not ahead.ready():
+        if ahead is None or not ahead.wanted(path) or not ahead.ready():
             return False
         self.cache.ahead = None
         ahead.drain(self.cache)

@@ -138,6 +138,9 @@ def cores() -> set[int] | range:
         return range(os.cpu_count() or 1)
 
 
+#: The file-size limit unless a command is given another (``--max-file-bytes``).
+DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
+
 #: What a pipe between trueup's processes is grown to, where the system allows.
 PIPE_BYTES = 1 << 20
 _LEAST_PIPE = 4096  # what any pipe holds

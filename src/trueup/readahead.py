@@ -13,6 +13,11 @@ edited meanwhile is simply read again. The child only reads, and anything it
 fails at (a link, a folder, a vanished or oversized file, the child itself
 dying) is left to the parent's ordinary reads.
 
+An apply of a big profile starts its child before the CLI is even imported
+(``start_early``, from cli/launch.py): given the profile, the child parses it
+itself and reads every source it declares, a tenth of a second ahead of the
+parent, which takes it over when it loads that profile (``take_early``).
+
 The child runs ``serve`` in a bare interpreter (fsops.child_command): it
 takes the request on stdin and answers in length-prefixed frames on stdout,
 so the parent's memory stays one frame deep.
@@ -24,6 +29,7 @@ import atexit
 import contextlib
 import hashlib
 import marshal
+import os
 import select
 import sys
 import threading
@@ -31,7 +37,15 @@ import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
-from trueup.fsops import child_command, cores, frame, read_still, take_frame, widen_pipe
+from trueup.fsops import (
+    DEFAULT_MAX_FILE_BYTES,
+    child_command,
+    cores,
+    frame,
+    read_still,
+    take_frame,
+    widen_pipe,
+)
 
 if TYPE_CHECKING:
     import subprocess
@@ -43,18 +57,34 @@ MIN_FILES = 256
 _FRAME_FILES = 256
 
 
+# Started for a profile before the CLI was imported, by its absolute path.
+_early: dict[str, ReadAhead] = {}
+
+
 class ReadAhead:
     """One child reading ``paths``; ``drain`` hands what it read to a stat cache."""
 
-    def __init__(self, process: subprocess.Popen[bytes], paths: list[str]) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], paths: list[str] | None) -> None:
         self._process: subprocess.Popen[bytes] | None = process
         #: What it was asked to read: a miss elsewhere does not wait for it.
-        self.paths = frozenset(paths)
+        #: ``None``: every source of a profile (``start_early``).
+        self.paths = None if paths is None else frozenset(paths)
 
     @classmethod
     def start(cls, paths: list[str], max_file_bytes: int) -> ReadAhead | None:
         """A running read-ahead, or ``None`` where it would not pay (few files, one core)."""
-        if len(paths) < MIN_FILES or len(cores()) < 2:
+        if len(paths) < MIN_FILES:
+            return None
+        return cls._spawn(paths, max_file_bytes)
+
+    def wanted(self, path: str) -> bool:
+        """Whether it was asked to read ``path`` (as far as this process knows)."""
+        return self.paths is None or path in self.paths
+
+    @classmethod
+    def _spawn(cls, paths: list[str] | str, max_file_bytes: int) -> ReadAhead | None:
+        """A child reading ``paths``, or the sources the profile at that path declares."""
+        if len(cores()) < 2:
             return None
         import subprocess
 
@@ -74,7 +104,7 @@ class ReadAhead:
         # it only once started, which this process need not wait for.
         request = marshal.dumps((paths, max_file_bytes))
         threading.Thread(target=_hand, args=(process.stdin, request), daemon=True).start()
-        ahead = cls(process, paths)
+        ahead = cls(process, None if isinstance(paths, str) else paths)
         # Should nobody need it (a refused apply), it still ends with this process.
         atexit.register(ahead.close)
         return ahead
@@ -117,6 +147,29 @@ class ReadAhead:
             process.stdout.close()
 
 
+def start_early(profile: str) -> ReadAhead | None:
+    """Start reading the sources ``profile`` (an absolute path) declares, for the
+    command about to load it; whatever nobody takes over ends with this process."""
+    ahead = ReadAhead._spawn(profile, DEFAULT_MAX_FILE_BYTES)
+    if ahead is not None:
+        _early[profile] = ahead
+    return ahead
+
+
+def take_early(profile: str) -> ReadAhead | None:
+    """The read-ahead started early for ``profile``, once; any other is stopped (this
+    command loads another profile, or none)."""
+    taken = _early.pop(profile, None)
+    stop_early()
+    return taken
+
+
+def stop_early() -> None:
+    for ahead in _early.values():
+        ahead.close()
+    _early.clear()
+
+
 def _hand(stream: IO[bytes] | None, request: bytes) -> None:
     assert stream is not None
     with contextlib.suppress(OSError):  # the child is gone: the parent reads the files itself
@@ -138,6 +191,10 @@ def _child(request: bytes, out: IO[bytes]) -> None:
     pipe holds 64 KiB, so writing as it goes would stall the reading at once. Frames
     are packed as they fill, so the answer then streams out as fast as it is taken."""
     paths, max_file_bytes = marshal.loads(request)
+    if isinstance(paths, str):
+        paths = _declared_in(paths)
+        if len(paths) < MIN_FILES:
+            return
     records: list[tuple[str, Any, str, int]] = []
     packed: list[bytes] = []
     # From the last: the parent, which reads for itself until this is ready, goes
@@ -155,6 +212,30 @@ def _child(request: bytes, out: IO[bytes]) -> None:
         packed.append(frame(records))
     for blob in packed:
         out.write(blob)
+
+
+def _declared_in(profile: str) -> list[str]:
+    """The sources ``profile`` declares, as resolution spells them; none from a profile
+    the standard library cannot parse (YAML), or that does not parse at all."""
+    import json
+    import tomllib
+
+    from trueup.sources import declared_sources
+
+    try:
+        with open(profile, "rb") as handle:
+            raw = handle.read()
+        if profile.endswith(".json"):
+            document = json.loads(raw)
+        elif profile.endswith(".toml"):
+            document = tomllib.loads(raw.decode("utf-8"))
+        else:
+            return []
+    except (OSError, ValueError, RecursionError):
+        return []
+    if not isinstance(document, dict):
+        return []
+    return declared_sources(document.get("resource"), os.path.dirname(profile))
 
 
 def serve() -> None:

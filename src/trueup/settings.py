@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trueup.errors import UsageError, os_problem
-from trueup.fs import DEFAULT_MAX_FILE_BYTES
+from trueup.fsops import DEFAULT_MAX_FILE_BYTES
 
 # Actions per durability barrier (one file-system sync, two journal commits).
 # Barriers cost a near-constant time each, so a 10,000-file apply pays for 5

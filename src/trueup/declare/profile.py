@@ -26,10 +26,10 @@ from trueup.declare.files import read_document
 from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS, racy, stat_key
 from trueup.kinds.base import Kind
-from trueup.kinds.content import source_path
 from trueup.model import Resource
 from trueup.paths import TargetError, find_overlaps, normalise_target
 from trueup.plan.planner import topological_order
+from trueup.sources import declared_sources
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -66,7 +66,7 @@ def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> P
     try:
         if validated is None:
             document = read_document(path)
-            fs.read_ahead(_sources(document.get("resource"), path.parent))
+            fs.read_ahead(where, lambda: declared_sources(document.get("resource"), path.parent))
             validated = _validate(document, where)
         meta, entries = validated["profile"], validated["resources"]
         base = path.parent
@@ -80,21 +80,6 @@ def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> P
         _write_cache(cache, st, validated)
     body = {"profile": meta, "resources": [r.to_json() for r in resources]}
     return Profile(meta["id"], meta["name"], path, resources, digest(body))
-
-
-def _sources(raws: Any, base: Path) -> list[str]:
-    """Every ``source`` path of the raw resources, spelt as resolution spells it.
-
-    Not yet validated, so taken as they come: a read-ahead only reads, and
-    whatever it was wrongly given is simply never looked up.
-    """
-    if not isinstance(raws, list):
-        return []
-    return [
-        source_path(base, raw["source"])
-        for raw in raws
-        if isinstance(raw, Mapping) and isinstance(raw.get("source"), str)
-    ]
 
 
 # -- validation (on a cache miss) ------------------------------------------

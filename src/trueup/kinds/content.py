@@ -8,39 +8,13 @@ no longer match what was planned.
 from __future__ import annotations
 
 import difflib
-import functools
-import os
 import stat
 from pathlib import Path
 from typing import Any
 
 from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS, sha256_bytes
-
-_POSIX = os.sep == "/" and os.altsep is None
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def source_path(base_dir: Path | str, source: str) -> str:
-    """Where a declared ``source`` is, spelt once for the read-ahead and for resolving
-    (absolute and normal: ``ReadOnlyFS.follow`` need not spell it again).
-
-    ``base_dir`` is absolute and normal (a profile's folder). A plain relative
-    source (no ".", "..", "//" or trailing "/") is then normal once joined to
-    it, which saves normalising 10,000 paths before the read-ahead can start.
-    """
-    base = os.fspath(base_dir)
-    if (
-        _POSIX
-        and source
-        and "/." not in f"/{source}"
-        and "//" not in source
-        and source[0] != "/"
-        and source[-1] != "/"
-        and base[-1] != "/"
-    ):
-        return f"{base}/{source}"
-    return os.path.abspath(os.path.join(base, source))
+from trueup.sources import source_path
 
 
 def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> dict[str, Any]:

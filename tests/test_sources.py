@@ -1,4 +1,4 @@
-"""Declared content: where a source is, spelt once."""
+"""Where a declared source is, spelt once for everything that reads it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trueup.kinds.content import source_path
+from trueup.sources import declared_sources, source_path
 
 SOURCES = [
     "a.txt",
@@ -36,3 +36,16 @@ def test_a_source_is_spelt_absolute_and_normal_as_the_os_would(base: str, source
     expected = os.path.abspath(os.path.join(base, source))
     assert source_path(base, source) == expected
     assert source_path(Path(base), source) == expected
+
+
+def test_the_sources_of_raw_resources_are_taken_as_they_come() -> None:
+    """Before validation: whatever is not a resource with a text source is passed over."""
+    raws = [
+        {"source": "a.txt"},
+        {"content": "inline"},
+        {"source": 7},
+        "not a table",
+        {"source": "../b.txt"},
+    ]
+    assert declared_sources(raws, "/p/q") == ["/p/q/a.txt", "/p/b.txt"]
+    assert declared_sources({"source": "a.txt"}, "/p") == []
