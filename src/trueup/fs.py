@@ -61,6 +61,7 @@ _EUID = os.geteuid() if hasattr(os, "geteuid") else -1
 _MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks
 # A temp name adds ".", the mark, the run id and a counter (~50 bytes) to the target's.
 _LONG_NAME = 160
+_POSIX = os.sep == "/" and os.altsep is None
 
 
 class FileTooLargeError(UsageError):
@@ -587,15 +588,19 @@ class WritableFS(ReadOnlyFS):
         # Who owns each folder written into (only looked up when running as root).
         self._owners: dict[str, tuple[int, int]] = {}
         self._counter = 0
+        self._temp_mark = f"{TEMP_MARK}{self.tag}-"
 
     def temp_path(self, final: str) -> str:
         self._counter += 1
-        folder, name = os.path.split(final)
+        if _POSIX:  # os.path.split, without its normalising of the folder
+            folder, _, name = final.rpartition("/")
+        else:
+            folder, name = os.path.split(final)
         # The temp name must fit NAME_MAX (255) too; a character is at most 4 bytes,
         # so most names need no encoding to know.
         if len(name) * 4 > _LONG_NAME and len(name.encode()) > _LONG_NAME:
             name = hashlib.sha256(name.encode()).hexdigest()[:32]
-        return os.path.join(folder, f".{name}{TEMP_MARK}{self.tag}-{self._counter}")
+        return f"{folder}{os.sep}.{name}{self._temp_mark}{self._counter}"
 
     def make_parents(self, path: Path | str) -> str:
         """Create missing parents (returns the folder ``path`` is in); each new folder's
