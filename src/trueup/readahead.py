@@ -157,14 +157,13 @@ def start_early(profile: str) -> ReadAhead | None:
 
 
 def take_early(profile: str) -> ReadAhead | None:
-    """The read-ahead started early for ``profile``, once; any other is stopped (this
-    command loads another profile, or none)."""
-    taken = _early.pop(profile, None)
-    stop_early()
-    return taken
+    """The read-ahead started early for ``profile``, once."""
+    return _early.pop(profile, None)
 
 
 def stop_early() -> None:
+    """Stop every early read-ahead nobody took over (this command loads another
+    profile, or none)."""
     for ahead in _early.values():
         ahead.close()
     _early.clear()
@@ -216,24 +215,16 @@ def _child(request: bytes, out: IO[bytes]) -> None:
 
 def _declared_in(profile: str) -> list[str]:
     """The sources ``profile`` declares, as resolution spells them; none from a profile
-    the standard library cannot parse (YAML), or that does not parse at all."""
-    import json
-    import tomllib
+    this bare interpreter cannot read (YAML needs ruamel), or that is not valid."""
+    from pathlib import Path
 
+    from trueup.declare.files import read_document
+    from trueup.errors import UsageError
     from trueup.sources import declared_sources
 
     try:
-        with open(profile, "rb") as handle:
-            raw = handle.read()
-        if profile.endswith(".json"):
-            document = json.loads(raw)
-        elif profile.endswith(".toml"):
-            document = tomllib.loads(raw.decode("utf-8"))
-        else:
-            return []
-    except (OSError, ValueError, RecursionError):
-        return []
-    if not isinstance(document, dict):
+        document = read_document(Path(profile))
+    except (UsageError, RecursionError):
         return []
     return declared_sources(document.get("resource"), os.path.dirname(profile))
 
