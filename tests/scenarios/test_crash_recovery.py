@@ -21,6 +21,7 @@ from world import TRUEUP, Result, World
 
 from trueup.execute.crashpoints import BOUNDARIES
 from trueup.fs import TEMP_MARK
+from trueup.state.store import Store
 
 if TYPE_CHECKING:
     from conftest import TcpProxy
@@ -288,8 +289,12 @@ def test_a_verified_batch_is_journaled_while_the_next_batchs_files_flush(
         env={"TRUEUP_CRASH_AT": boundary, "TRUEUP_BATCH_SIZE": "1"},
     )
     assert result.code == -9, result.err
-    with sqlite3.connect(world.data / "state.db") as db:
-        statuses = [row[0] for row in db.execute("SELECT status FROM run_actions ORDER BY seq")]
+    store = Store.open(f"sqlite:///{world.data / 'state.db'}")
+    try:
+        [run] = store.runs()
+        statuses = [a.status for a in store.run_actions(run.id)]
+    finally:
+        store.close()
     assert statuses == journaled
     assert read(world, "a.txt") == "declared\n" and not world.target("b.txt").exists()
     assert len(temp_files(world.root)) == 1, "the second batch's file, staged and flushing"

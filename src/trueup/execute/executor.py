@@ -471,9 +471,8 @@ class Executor:
         with self.store.db.transaction():
             self.store.put_applied(self.run.target.key, keep)
             self.store.delete_applied(self.run.target.key, forget)
-            self.store.set_action_status(
-                self.run.id,
-                [(seq, "succeeded", None, ev.to_json(), None) for seq, _, ev in done],
+            self.store.mark_succeeded(
+                self.run.id, done[0][0], [(seq, ev.to_json()) for seq, _, ev in done]
             )
         self.results.extend(ActionResult(seq, a, "succeeded", ev) for seq, a, ev in done)
 
@@ -689,5 +688,5 @@ def restore_run(
                         )
                     ],
                 )
-            store.set_action_status(run.id, [(seq, "restored", None, None, note)])
+            store.set_action_status(run.id, [(seq, "restored", ref, None, note)])
     return kept

@@ -215,6 +215,15 @@ class Database:
                 cur.execute(self._sql(sql), params or {})
                 return list(cur.fetchall()) if cur.description else []
 
+    def execute_count(self, sql: str, params: Params | None = None) -> int:
+        """Run a write statement; how many rows it changed."""
+        with self._driver():
+            if self.dialect == "sqlite":
+                return int(self._sqlite.execute(sql, params or {}).rowcount)
+            with self._pg.cursor() as cur:
+                cur.execute(self._sql(sql), params or {})
+                return int(cur.rowcount)
+
     def executemany(self, sql: str, rows: Sequence[Params] | Sequence[Sequence[Any]]) -> None:
         if not rows:
             return

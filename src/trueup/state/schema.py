@@ -21,8 +21,8 @@ from trueup.errors import UsageError
 from trueup.redact import redact_url
 from trueup.state.db import Database, sqlalchemy_url, sqlite_path
 
-HEAD = "0004"
-KNOWN = ("0001", "0002", "0003", "0004")
+HEAD = "0005"
+KNOWN = ("0001", "0002", "0003", "0004", "0005")
 MIGRATIONS = Path(__file__).parent / "migrations"
 HEAD_SQLITE = MIGRATIONS / "head-sqlite.sql"
 

@@ -432,17 +432,40 @@ class Store:
             )
 
     def mark_running(self, run_id: str, first: int, last: int, manifest: str | None) -> None:
-        """Journal a batch (the pending actions ``first..last``) as running, in one statement.
+        """Journal a batch (the pending actions ``first..last``) running, in one row.
 
         Each action's rollback reference is ``manifest#seq`` (RollbackStore.capture).
+        An action whose own row still says pending is as its batch says
+        (``run_actions``): one row written, not one rewritten per action.
         """
         self.db.execute(
-            "UPDATE run_actions SET status = 'running', updated_at = :at, "
-            "rollback_ref = CASE WHEN CAST(:manifest AS TEXT) IS NULL THEN rollback_ref "
-            "ELSE CAST(:manifest AS TEXT) || '#' || CAST(seq AS TEXT) END "
-            "WHERE run_id = :run AND seq BETWEEN :first AND :last AND status = 'pending'",
+            "INSERT INTO run_batches (run_id, first_seq, last_seq, status, manifest, updated_at) "
+            "VALUES (:run, :first, :last, 'running', :manifest, :at) "
+            "ON CONFLICT (run_id, first_seq) DO UPDATE SET last_seq = excluded.last_seq, "
+            "status = excluded.status, manifest = excluded.manifest, evidence = NULL, "
+            "updated_at = excluded.updated_at",
             {"run": run_id, "first": first, "last": last, "manifest": manifest, "at": now()},
         )
+
+    def mark_succeeded(self, run_id: str, first: int, verified: Sequence[tuple[int, Any]]) -> None:
+        """Journal the actions of the batch starting at ``first`` succeeded, each with its
+        verification evidence, in the batch's row (one write, however big the batch)."""
+        evidence = {str(seq): ev for seq, ev in verified}
+        changed = self.db.execute_count(
+            "UPDATE run_batches SET status = 'succeeded', evidence = :evidence, updated_at = :at "
+            "WHERE run_id = :run AND first_seq = :first AND last_seq >= :last",
+            {
+                "run": run_id,
+                "first": first,
+                "last": max((seq for seq, _ in verified), default=first),
+                "evidence": storage_text(evidence),
+                "at": now(),
+            },
+        )
+        if not changed:  # not journaled running as one batch: one row each, as ever
+            self.set_action_status(
+                run_id, [(seq, "succeeded", None, ev, None) for seq, ev in verified]
+            )
 
     def set_action_status(
         self,
@@ -475,16 +498,26 @@ class Store:
             "FROM run_actions WHERE run_id = :run ORDER BY seq",
             {"run": run_id},
         )
+        batches = _Batches(
+            self.db.execute(
+                "SELECT first_seq, last_seq, status, manifest, evidence, updated_at "
+                "FROM run_batches WHERE run_id = :run ORDER BY first_seq",
+                {"run": run_id},
+            )
+        )
         found = []
         for seq, action, status, ref, ev, msg, at in rows:
             data = json.loads(action)
+            evidence = json.loads(ev) if ev else None
+            if status == "pending":  # nothing happened to it alone: as its batch says, if any
+                status, ref, evidence, at = batches.of(int(seq), ref, evidence, at)
             found.append(
                 RunAction(
                     seq=int(seq),
                     action=Action.from_json(data),
                     status=status,
                     rollback_ref=ref,
-                    evidence=json.loads(ev) if ev else None,
+                    evidence=evidence,
                     message=msg,
                     observed=data.get("observed"),
                     at=at,
@@ -572,3 +605,33 @@ class Store:
                 {"id": revision_id, "d": declaration_id, "seq": seq, "digest": digest, "at": now()},
             )
         return revision_id
+
+
+class _Batches:
+    """A run's batch rows, looked up in ascending order of the actions they cover."""
+
+    def __init__(self, rows: Sequence[Sequence[Any]]) -> None:
+        self._rows = list(rows)
+        self._at = 0
+        self._evidence: dict[int, dict[str, Any]] = {}
+
+    def of(
+        self, seq: int, ref: str | None, evidence: dict[str, Any] | None, at: str | None
+    ) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
+        """A pending action's status, rollback reference, evidence and time, as the batch
+        covering ``seq`` journaled them (its own, pending, when none covers it)."""
+        rows = self._rows
+        while self._at < len(rows) and rows[self._at][1] < seq:
+            self._at += 1
+        if self._at == len(rows) or rows[self._at][0] > seq:
+            return "pending", ref, evidence, at
+        first, _last, status, manifest, verified, updated = rows[self._at]
+        if ref is None and manifest is not None:
+            ref = f"{manifest}#{seq}"
+        if status == "succeeded":
+            if first not in self._evidence:
+                self._evidence[first] = json.loads(verified) if verified else {}
+            found = self._evidence[first].get(str(seq))
+            if found is not None:
+                return "succeeded", ref, evidence or found, updated
+        return "running", ref, evidence, updated

@@ -192,5 +192,21 @@ ALTER TABLE runs ADD COLUMN holder TEXT;
 
 UPDATE alembic_version SET version_num='0004' WHERE alembic_version.version_num = '0003';
 
+-- Running upgrade 0004 -> 0005
+
+CREATE TABLE run_batches (
+    run_id VARCHAR(64) NOT NULL, 
+    first_seq INTEGER NOT NULL, 
+    last_seq INTEGER NOT NULL, 
+    status VARCHAR(16) NOT NULL, 
+    manifest TEXT, 
+    evidence TEXT, 
+    updated_at TEXT NOT NULL, 
+    PRIMARY KEY (run_id, first_seq), 
+    FOREIGN KEY(run_id) REFERENCES runs (id)
+);
+
+UPDATE alembic_version SET version_num='0005' WHERE alembic_version.version_num = '0004';
+
 COMMIT;
 
