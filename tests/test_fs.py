@@ -60,6 +60,30 @@ def test_racy_entry_is_rehashed(tmp_path: Path) -> None:
     assert fs.digest_file(path) == sha256_bytes(b"bbbb")
 
 
+def test_the_cache_vouches_for_a_digest_only_under_the_stat_it_was_recorded_with(
+    tmp_path: Path,
+) -> None:
+    """What a copy trusts instead of hashing a source again (``StatCache.vouching``)."""
+    old, fresh = tmp_path / "old", tmp_path / "fresh"
+    for path in (old, fresh):
+        path.write_bytes(b"planned")
+    age(old, 10)
+    cache = StatCache()
+    planned = sha256_bytes(b"planned")
+    for path in (old, fresh):
+        cache.record(str(path), os.lstat(path), planned)
+    st = os.lstat(old)
+    assert cache.vouching(str(old), planned) == (
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ino,
+        st.st_ctime_ns,
+    )
+    assert cache.vouching(str(old), sha256_bytes(b"other")) is None
+    assert cache.vouching(str(fresh), planned) is None, "too new for its stat to vouch for it"
+    assert cache.vouching(str(tmp_path / "unknown"), planned) is None
+
+
 SECOND = 1_000_000_000
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from trueup.fsops import witness
-from trueup.partner import APPEARED, CHANGED, Partner, PartnerGone
+from trueup.partner import APPEARED, CHANGED, Content, Partner, PartnerGone
 
 pytestmark = pytest.mark.skipif(
     len(os.sched_getaffinity(0)) < 2, reason="a partner is only started with two cores"
@@ -91,9 +91,9 @@ def test_it_copies_a_source_only_while_it_holds_the_planned_bytes(
     source = tmp_path / "source"
     source.write_bytes(b"planned\n")
     planned = hashlib.sha256(b"planned\n").hexdigest()
-    copy = (bytes(source), planned, 1024)
+    copy = (bytes(source), planned, 1024, None)
 
-    def create(temp: str, content: tuple[bytes, str, int]) -> Any:
+    def create(temp: str, content: Content) -> Any:
         partner.submit("create", [(bytes(tmp_path / temp), content, 0o600, None)])
         [(_, answer)] = partner.answers()
         return answer
@@ -104,9 +104,38 @@ def test_it_copies_a_source_only_while_it_holds_the_planned_bytes(
     source.write_bytes(b"edited since\n")
     assert create(".t2", copy) == (0, "changed after the plan was computed", bytes(source), CHANGED)
     source.write_bytes(b"planned\n")
-    oversized = create(".t3", (bytes(source), planned, 4))
+    oversized = create(".t3", (bytes(source), planned, 4, None))
     assert oversized is not None and oversized[2:] == (bytes(source), CHANGED)
     assert not (tmp_path / ".t2").exists() and not (tmp_path / ".t3").exists()
+
+
+def test_it_trusts_a_source_still_at_the_stat_its_digest_was_recorded_under(
+    tmp_path: Path, partner: Partner
+) -> None:
+    """The stat cache's rule, which the plan itself trusted: a source whose stat is the
+    one its digest was recorded under is not hashed again; any other stat is."""
+    source = tmp_path / "source"
+    source.write_bytes(b"planned\n")
+    st = source.stat()
+    key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    unhashed = "0" * 64  # what no bytes hash to: only the stat can vouch for them
+
+    def create(temp: str, vouched: tuple[int, int, int, int]) -> Any:
+        content = (bytes(source), unhashed, 1024, vouched)
+        partner.submit("create", [(bytes(tmp_path / temp), content, 0o600, None)])
+        [(_, answer)] = partner.answers()
+        return answer
+
+    assert create(".t1", key) is None
+    assert (tmp_path / ".t1").read_bytes() == b"planned\n"
+    moved = (key[0], key[1] + 1, key[2], key[3])
+    assert create(".t2", moved) == (
+        0,
+        "changed after the plan was computed",
+        bytes(source),
+        CHANGED,
+    )
+    assert not (tmp_path / ".t2").exists()
 
 
 def test_it_never_replaces_a_file_it_was_asked_to_create(tmp_path: Path, partner: Partner) -> None:

@@ -135,6 +135,14 @@ class StatCache:
             return None
         return hit[1]
 
+    def vouching(self, path: str, digest: str) -> StatKey | None:
+        """The stat under which ``path`` is known to hash to ``digest`` (not racy), if any:
+        a file found with that stat holds those bytes, by the rule ``known`` follows."""
+        hit = self.entries.get(path)
+        if hit is None or hit[1] != digest or racy(hit[0][1], hit[0][3], hit[2]):
+            return None
+        return hit[0]
+
     def _load_around(self, path: str) -> None:
         folder = os.path.dirname(path)
         ancestor = folder
@@ -667,14 +675,16 @@ class WritableFS(ReadOnlyFS):
         exclusive: bool = False,
     ) -> None:
         """Stage the bytes of ``source`` for ``path``, as ``write`` would stage them,
-        refused (``ConflictError``) unless they hash to ``digest``, the planned content.
+        refused (``ConflictError``) unless they hash to ``digest``, the planned content
+        (or the source still has the stat under which the stat cache knows that digest:
+        the rule the plan itself trusted, so 10,000 sources are not hashed twice).
 
         A partner reads and checks them itself: the bytes of a big first apply
         then never pass through this process (10,000 sources are 20 MB).
         """
         self._stage_file(
             os.fspath(path),
-            (os.fsencode(source), digest, self.max_file_bytes),
+            (os.fsencode(source), digest, self.max_file_bytes, self.cache.vouching(source, digest)),
             digest,
             executable,
             mode,
@@ -733,7 +743,7 @@ class WritableFS(ReadOnlyFS):
         """A temp file's bytes, read here when they are a source's (see ``copy``)."""
         if isinstance(content, bytes):
             return content
-        source, digest, _limit = content
+        source, digest, _limit, _vouched = content
         return self.read_expected(os.fsdecode(source), digest)
 
     def expect(self, writes: int) -> None:

@@ -7,7 +7,7 @@ every system call hands the GIL over, and taking it back waits for the other
 thread's switch interval (measured: two threads are slower than one). So a
 ``WritableFS`` with a partner hands it the temp files to create as they are
 staged (it creates them while the executor goes on staging, copying a
-source's bytes itself, refused unless they hash to the planned digest, so
+source's bytes itself, refused unless they still hold the planned digest, so
 they never cross the pipe), half of the renames at commit, half of what was
 committed to read back and hash for verification, and the flush of the
 folders while the executor verifies; two processes take ~0.55 s where one
@@ -74,8 +74,9 @@ APPEARED, CHANGED = "appeared", "changed"
 # "" or one of the reasons above).
 Failure = tuple[int, str, bytes, str] | None
 #: A temp file's content: its bytes, or where to copy them from (source, the sha256
-#: they must have, the file-size limit), so they need not cross the pipe.
-Content = bytes | tuple[bytes, str, int]
+#: they must have, the file-size limit, and the stat under which the parent's stat
+#: cache vouches for that sha256, if it does), so they need not cross the pipe.
+Content = bytes | tuple[bytes, str, int, tuple[int, int, int, int] | None]
 
 
 class PartnerGone(ApplyFailedError):
@@ -237,9 +238,13 @@ class Partner:
 def _create(items: list[tuple[bytes, Content, int, tuple[int, int] | None]]) -> Failure:
     for temp, content, mode, owner in items:
         if isinstance(content, tuple):
-            source, digest, max_file_bytes = content
+            source, digest, max_file_bytes, vouched = content
             held = read_still(source, max_file_bytes)
-            if held is None or hashlib.sha256(held[1]).hexdigest() != digest:
+            # Still the stat its digest was recorded under: the bytes hashed then (the
+            # stat cache's rule, which the plan itself trusted), not hashed again.
+            if held is None or (
+                witness(held[0])[1:] != vouched and hashlib.sha256(held[1]).hexdigest() != digest
+            ):
                 return (0, "changed after the plan was computed", source, CHANGED)
             content = held[1]
         try:
