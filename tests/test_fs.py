@@ -732,3 +732,39 @@ def test_a_file_system_that_writes_never_takes_a_missing_folder_for_granted(
     fs.commit()
     found = fs.entry(target)
     assert found is not None and found.state == "file"
+
+
+def test_a_file_removed_by_a_batch_makes_way_for_a_folder_it_writes_into(
+    tmp_path: Path,
+) -> None:
+    """A tree restructured: ``x`` was a file and is now a folder. The temp files wait in
+    the nearest folder there is until the commit has removed ``x``."""
+    (tmp_path / "x").write_text("a file\n")
+    fs = WritableFS()
+    fs.remove(tmp_path / "x")
+    fs.write(tmp_path / "x" / "deep" / "y.txt", b"y\n", exclusive=True)
+    fs.symlink(tmp_path / "x" / "link", "y.txt", exclusive=True)
+    assert (tmp_path / "x").read_text() == "a file\n", "nothing is visible before commit"
+    fs.commit()
+    assert (tmp_path / "x" / "deep" / "y.txt").read_text() == "y\n"
+    assert os.readlink(tmp_path / "x" / "link") == "y.txt"
+    assert sorted(p.name for p in tmp_path.rglob("*") if TEMP_MARK in p.name) == []
+
+
+def test_a_folder_emptied_by_a_batch_makes_way_for_a_file_of_its_name(tmp_path: Path) -> None:
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "y.txt").write_text("y\n")
+    fs = WritableFS()
+    fs.remove(tmp_path / "x" / "y.txt", prune_up_to=tmp_path / "x")
+    fs.write(tmp_path / "x", b"a file now\n", exclusive=True)
+    fs.commit()
+    assert (tmp_path / "x").read_text() == "a file now\n"
+
+
+def test_a_file_in_the_way_of_a_folder_and_not_removed_is_a_conflict(tmp_path: Path) -> None:
+    (tmp_path / "x").write_text("somebody's\n")
+    fs = WritableFS()
+    with pytest.raises(ConflictError, match="not a folder is where trueup must create one"):
+        fs.write(tmp_path / "x" / "y.txt", b"y\n", exclusive=True)
+    fs.discard()
+    assert (tmp_path / "x").read_text() == "somebody's\n"

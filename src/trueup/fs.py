@@ -539,6 +539,9 @@ class _Staged:
     replaces_dir: bool = False
     #: The target was absent when planned: the rename refuses to replace anything.
     exclusive: bool = False
+    #: Its folder is made at commit, once the file in its way, removed by the same
+    #: batch, is gone; meanwhile the temp file waits in the nearest folder there is.
+    deferred: bool = False
 
 
 class TargetAppeared(ConflictError):
@@ -582,6 +585,7 @@ class WritableFS(ReadOnlyFS):
         self._flushing: collections.deque[Callable[[], None]] = collections.deque()
         self._staged: list[_Staged] = []
         self._removals: list[str] = []
+        self._removing: set[str] = set()  # the same, to look paths up in
         # What each staged path will hold after commit (see ``outcomes``).
         self._outcomes: dict[str, str] = {}
         self._prunes: list[tuple[str, str]] = []
@@ -598,12 +602,14 @@ class WritableFS(ReadOnlyFS):
         self._counter = 0
         self._temp_mark = f"{TEMP_MARK}{self.tag}-"
 
-    def temp_path(self, final: str) -> str:
+    def temp_path(self, final: str, beside: str | None = None) -> str:
+        """A fresh temp name for ``final``, in its folder (or in ``beside``)."""
         self._counter += 1
         if _POSIX:  # os.path.split, without its normalising of the folder
             folder, _, name = final.rpartition("/")
         else:
             folder, name = os.path.split(final)
+        folder = folder if beside is None else beside
         # The temp name must fit NAME_MAX (255) too; a character is at most 4 bytes,
         # so most names need no encoding to know.
         if len(name) * 4 > _LONG_NAME and len(name.encode()) > _LONG_NAME:
@@ -611,8 +617,10 @@ class WritableFS(ReadOnlyFS):
         return f"{folder}{os.sep}.{name}{self._temp_mark}{self._counter}"
 
     def make_parents(self, path: Path | str) -> str:
-        """Create missing parents (returns the folder ``path`` is in); each new folder's
-        entry is fsynced at commit."""
+        """Create missing parents; returns the folder ``path`` is in, or, where a file
+        this batch removes is in the way of one, the nearest folder above it (the
+        parents are then made at commit, once it is gone). Each new folder's entry is
+        fsynced at commit."""
         parent = os.path.dirname(os.fspath(path))
         self._dirs.add(parent)
         if parent in self._present:
@@ -623,6 +631,9 @@ class WritableFS(ReadOnlyFS):
         missing = []
         current = parent
         while not os.path.isdir(current):
+            if current in self._removing and os.path.lexists(current):
+                # A file becoming a folder (a restructured tree): it goes first, at commit.
+                return os.path.dirname(current)
             missing.append(current)
             current = os.path.dirname(current)
         try:
@@ -701,9 +712,10 @@ class WritableFS(ReadOnlyFS):
         exclusive: bool,
     ) -> None:
         folder = self.make_parents(final)
+        deferred = folder != os.path.dirname(final)
         # Nothing to look at where the plan saw nothing (the exclusive rename refuses
-        # whatever came since), or in a folder this batch made.
-        fresh = exclusive or folder in self._fresh
+        # whatever came since), or in a folder this batch made or makes.
+        fresh = exclusive or deferred or folder in self._fresh
         current = None if fresh else self.lstat(final)
         if mode is None:
             # Keep the read/write bits a regular file already has; anything else
@@ -713,11 +725,12 @@ class WritableFS(ReadOnlyFS):
             else:
                 base = 0o644
             mode = base | 0o111 if executable else base
-        temp = self.temp_path(final)
+        temp = self.temp_path(final, folder if deferred else None)
         # Staged before it exists: a signal is handled between any two steps, and
         # one right after the file is created must still leave discard() its name.
-        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive))
-        self._create(os.fsencode(temp), content, mode, self._owner(final, current))
+        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive, deferred))
+        owner = self._owner(final, current, folder)
+        self._create(os.fsencode(temp), content, mode, owner)
         self._outcomes[final] = "file:" + digest
 
     def _create(
@@ -847,12 +860,14 @@ class WritableFS(ReadOnlyFS):
     def symlink(self, path: Path | str, link: str, exclusive: bool = False) -> None:
         """Stage a symlink at ``path``; ``exclusive`` as for ``write``."""
         final = os.fspath(path)
-        self.make_parents(final)
-        current = self.lstat(final)
-        temp = self.temp_path(final)
-        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive))  # as in write
+        folder = self.make_parents(final)
+        deferred = folder != os.path.dirname(final)
+        current = None if deferred else self.lstat(final)
+        temp = self.temp_path(final, folder if deferred else None)
+        # Staged before it exists, as in write.
+        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive, deferred))
         os.symlink(link, temp)
-        owner = self._owner(final, current)
+        owner = self._owner(final, current, folder)
         if owner is not None:
             os.lchown(temp, *owner)
         self._outcomes[final] = "link:" + link
@@ -860,6 +875,7 @@ class WritableFS(ReadOnlyFS):
     def remove(self, path: Path | str, prune_up_to: Path | str | None = None) -> None:
         """Stage a removal; with ``prune_up_to``, empty parents below it go too."""
         self._removals.append(os.fspath(path))
+        self._removing.add(os.fspath(path))
         self._outcomes[os.fspath(path)] = ABSENT_OUTCOME
         if prune_up_to is not None:
             self.prune(os.path.dirname(os.fspath(path)), prune_up_to)
@@ -868,16 +884,19 @@ class WritableFS(ReadOnlyFS):
         """Stage removing ``folder`` and its parents, while empty, up to and including ``stop``."""
         self._prunes.append((os.fspath(folder), os.fspath(stop)))
 
-    def _owner(self, final: str, current: os.stat_result | None) -> tuple[int, int] | None:
+    def _owner(
+        self, final: str, current: os.stat_result | None, folder: str | None = None
+    ) -> tuple[int, int] | None:
         """Whose the written file is to be, when trueup runs as root (sudo, a worker
         applying into a person's home): the replaced file's owner, else the owner of
-        the folder it goes in. ``None`` when there is nothing to change."""
+        the folder it goes in (``folder``: the nearest there is, when that one is made
+        at commit). ``None`` when there is nothing to change."""
         if _EUID != 0:
             return None  # nobody else's files can be written as anybody else's
         if current is not None and not stat.S_ISDIR(current.st_mode):
             owner = (current.st_uid, current.st_gid)
         else:
-            owner = self._folder_owner(os.path.dirname(final))
+            owner = self._folder_owner(folder or os.path.dirname(final))
         return None if owner == (0, 0) else owner
 
     def _folder_owner(self, folder: str) -> tuple[int, int]:
@@ -916,13 +935,16 @@ class WritableFS(ReadOnlyFS):
             meanwhile()
         self._read_back.clear()
         self._unchanged()  # after the sync, the longest wait
-        halves = self._halves()
-        self._rename_all(halves)
+        # Removals first: what a removed file or folder leaves free may be where a
+        # renamed file goes (a tree restructured: x/ becomes x, or x becomes x/).
         for path in self._removals:
             _remove_any(path)
             self._dirs.add(os.path.dirname(path))
         for folder, stop in sorted(self._prunes, reverse=True):
             self.remove_empty_dirs(folder, stop)
+        self._make_deferred()
+        halves = self._halves()
+        self._rename_all(halves)
         self._read_back_later(halves[1])  # first: verification waits for it, not the flush
         partner = self._working_partner()
         if durable_later and partner is not None and len(self._dirs) >= SYNCFS_BATCH:
@@ -932,11 +954,22 @@ class WritableFS(ReadOnlyFS):
             sync_dirs(self._dirs)
         self._staged.clear()
         self._removals.clear()
+        self._removing.clear()
         self._prunes.clear()
         self._dirs.clear()
         self._fresh.clear()
         self._outcomes.clear()
         self._kept.clear()
+
+    def _make_deferred(self) -> None:
+        """Make the folders staged files wait for (``_Staged.deferred``), now that what
+        was in their way is removed."""
+        for staged in self._staged:
+            if staged.deferred:
+                parent = os.path.dirname(staged.final)
+                if parent not in self._present:
+                    self.make_parents(staged.final)  # outside the removals: never deferred
+                    self._dirs.add(os.path.dirname(parent))
 
     def durable(self) -> None:
         """Wait until what the last commit made visible is on disk (``commit``)."""
@@ -1029,6 +1062,7 @@ class WritableFS(ReadOnlyFS):
             _remove_any(staged.temp)
         self._staged.clear()
         self._removals.clear()
+        self._removing.clear()
         self._prunes.clear()
         self._fresh.clear()
         self._outcomes.clear()
@@ -1078,7 +1112,7 @@ def _rename_exclusive(temp: str, final: str) -> None:
 def _remove_any(path: str) -> None:
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return
     if stat.S_ISDIR(st.st_mode):
         _remove_tree(path)

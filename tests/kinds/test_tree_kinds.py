@@ -275,3 +275,41 @@ def test_a_pipe_where_a_tree_would_write_or_remove_is_drift_and_never_opened(
     assert "a pipe, socket or device is in the way" in action.summary
     machine.apply(profile, force=(rid,))
     assert stat.S_ISFIFO(os.lstat(machine.path(fifo)).st_mode)
+
+
+@pytest.mark.parametrize(
+    ("profile", "rid", "source"),
+    [(DIRECTORY, "d", "src"), (REPLACE, "d", "src"), (SKILL, "s", "skill")],
+    ids=["mirror-owned", "replace", "skill"],
+)
+def test_a_folder_of_trueups_files_and_a_file_of_trueups_trade_places(
+    machine: Machine, profile: str, rid: str, source: str
+) -> None:
+    """What the mirror removes anyway is in nobody's way: the plan restructures the tree."""
+    target = "skills/s" if rid == "s" else "out"
+    machine.source(f"{source}/x/y.txt", "y")
+    machine.source(f"{source}/keep.txt", "k")
+    machine.converge(profile)
+    shutil.rmtree(machine.base / source / "x")
+    machine.source(f"{source}/x", "a file now")
+    action = machine.action(profile, rid)
+    assert action.type is T.MIRROR_DIRECTORY, action.summary
+    assert (action.payload["write"], action.payload["remove"]) == (["x"], ["x/y.txt"])
+    machine.converge(profile)
+    assert machine.path(f"{target}/x").read_text() == "a file now"
+    (machine.base / source / "x").unlink()
+    machine.source(f"{source}/x/z.txt", "z")
+    assert machine.action(profile, rid).payload["remove"] == ["x"]
+    machine.converge(profile)
+    assert machine.path(f"{target}/x/z.txt").read_text() == "z"
+
+
+def test_a_folder_holding_a_file_trueup_never_wrote_stays_in_the_way(machine: Machine) -> None:
+    machine.source("src/x/y.txt", "y")
+    machine.converge(DIRECTORY)
+    machine.put("out/x/theirs.txt", "theirs")
+    shutil.rmtree(machine.base / "src/x")
+    machine.source("src/x", "a file now")
+    action = machine.action(DIRECTORY, "d")
+    assert action.type is T.DRIFT_CONFLICT
+    assert "a folder is in the way at x" in action.summary

@@ -58,7 +58,11 @@ BEFORE = {
     "notes/n3.md": "old 3\n",
     "app/settings.json": '{\n    "editor.fontSize": 11,\n    "mine": true\n}\n',
     "tree/a.txt": "old a\n",
+    # The tree was restructured: a file becomes a folder, and a folder a file.
+    "tree/sub": "old sub\n",
+    "tree/c.txt/inner": "old inner\n",
 }
+FOLDER = "<a folder>"
 DECLARED_JSON = '{\n    "editor.fontSize": 14,\n    "mine": true,\n    "telemetry": false\n}\n'
 
 
@@ -69,6 +73,7 @@ def setup(world: World) -> str:
         text += f"content = {content!r}\n".replace("'", '"')
     world.write("tree/a.txt", "new a\n")
     world.write("tree/sub/b.txt", "new b\n")
+    world.write("tree/c.txt", "new c\n")
     world.write("skill/SKILL.md", "skill\n")
     for target, content in BEFORE.items():
         path = world.target(target)
@@ -83,19 +88,33 @@ def declared() -> dict[str, str]:
         "app/settings.json": DECLARED_JSON,
         "tree/a.txt": "new a\n",
         "tree/sub/b.txt": "new b\n",
+        "tree/c.txt": "new c\n",
         "skills/review/SKILL.md": "skill\n",
     }
 
 
 def read(world: World, target: str) -> str | None:
     path = world.target(target)
+    if path.is_dir():
+        return FOLDER
     return path.read_text() if path.exists() else None
+
+
+def before(target: str) -> str | None:
+    if any(path.startswith(target + "/") for path in BEFORE):
+        return FOLDER
+    return BEFORE.get(target)
 
 
 def assert_each_before_or_declared(world: World) -> None:
     for target, want in declared().items():
         now = read(world, target)
-        assert now in (BEFORE.get(target), want), f"{target} is half-way: {now!r}"
+        assert now in (before(target), want), f"{target} is half-way: {now!r}"
+    for target, was in BEFORE.items():  # what the restructured tree held goes whole, or not
+        if target not in declared():
+            now = read(world, target)
+            becomes = FOLDER if any(d.startswith(target + "/") for d in declared()) else None
+            assert now in (was, becomes), f"{target} is half-way: {now!r}"
 
 
 def temp_files(root: Path) -> list[str]:
@@ -116,18 +135,15 @@ CASES = [(b, 1) for b in BOUNDARIES] + [
 def test_kill_at_boundary_then_recover(world: World, boundary: str, nth: int) -> None:
     profile = setup(world)
     env = {"TRUEUP_BATCH_SIZE": BATCH}
+    # The restructured tree's old files were not trueup's: removing them destroys data.
+    confirmed = ("--root", str(world.root), "--yes", "--confirm", "Crashy")
     killed = world.run(
-        "apply",
-        profile,
-        "--root",
-        str(world.root),
-        "--yes",
-        env={**env, "TRUEUP_CRASH_AT": f"{boundary}:{nth}"},
+        "apply", profile, *confirmed, env={**env, "TRUEUP_CRASH_AT": f"{boundary}:{nth}"}
     )
     assert killed.code == -9, f"expected SIGKILL at {boundary}:{nth}: {killed.out}{killed.err}"
     assert_each_before_or_declared(world)
 
-    blocked = world.run("apply", profile, "--root", str(world.root), "--yes", env=env)
+    blocked = world.run("apply", profile, *confirmed, env=env)
     assert blocked.code == 4
     assert "process is gone" in blocked.err
     assert "trueup recover" in blocked.err
@@ -418,7 +434,18 @@ def test_a_state_database_lost_mid_apply_leaves_the_run_for_recover(
     through = tcp_proxy.route(store_url).replace("postgres@", f"postgres:{password}@", 1)
     env = world.env({"TRUEUP_BATCH_SIZE": BATCH, "TRUEUP_CRASH_AT": "mutated:1:SIGSTOP"})
     apply = subprocess.Popen(
-        [TRUEUP, "apply", profile, "--root", str(world.root), "--yes", "--state", through],
+        [
+            TRUEUP,
+            "apply",
+            profile,
+            "--root",
+            str(world.root),
+            "--yes",
+            "--confirm",
+            "Crashy",
+            "--state",
+            through,
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -231,42 +231,63 @@ class RollbackStore:
 
         Returns the applied record the action replaced, and the paths kept as
         they are because somebody changed them after the run wrote them.
+
+        What the run put where nothing was goes first, deepest first, with the
+        folders it made; then what was there comes back, shallowest first: a
+        folder the run turned into a file (or a file it turned into a folder)
+        is back before what it held.
         """
         entry = self.load(ref)
         written = self._written(ref)
         kept: list[str] = []
         modes: dict[str, int] = entry.get("folder_modes", {})
         pruned = [folder for folder in modes if not os.path.isdir(folder)]
-        for snap in reversed(entry["snapshots"]):
-            path = snap["path"]
-            state = snap["state"]
-            now = held_at(path)
-            if now == _as_outcome(snap) and not _mode_differs(snap, path):
-                continue  # as it was before the run
-            if written.get(path) != now:
-                kept.append(path)
-                continue
-            if state == "absent":
-                if fs.lstat(path) is not None:
-                    fs.remove(path)
-            elif state == "file":
-                blob = self.base / "blobs" / snap["blob"]
-                with self._reading(blob):
-                    data = blob.read_bytes()
-                fs.write(path, data, mode=snap["mode"])
-            elif state == "symlink":
-                fs.symlink(path, snap["link"])
-            else:
-                os.makedirs(path, exist_ok=True)
+        snapshots = entry["snapshots"]
+        added = [snap for snap in snapshots if snap["state"] == "absent"]
+        for snap in sorted(added, key=_depth, reverse=True):
+            if self._run_wrote(snap, written, kept):
+                fs.remove(snap["path"])
+        fs.commit()
+        for folder in entry["missing_dirs"]:  # deepest first
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        there = [snap for snap in snapshots if snap["state"] != "absent"]
+        for snap in sorted(there, key=_depth):
+            if self._run_wrote(snap, written, kept):
+                self._put_back(snap, fs)
         fs.commit()
         for folder in pruned:  # recreated by the writes above, with default modes
             with contextlib.suppress(OSError):
                 os.chmod(folder, modes[folder])
-        for folder in entry["missing_dirs"]:
-            with contextlib.suppress(OSError):
-                os.rmdir(folder)
         applied: dict[str, Any] | None = entry["applied"]
         return applied, kept
+
+    @staticmethod
+    def _run_wrote(snap: dict[str, Any], written: dict[str, str], kept: list[str]) -> bool:
+        """Whether ``snap``'s path differs from it and holds what the run wrote there
+        (if it holds anything else, somebody changed it since: it goes to ``kept``)."""
+        path = snap["path"]
+        now = held_at(path)
+        if now == _as_outcome(snap) and not _mode_differs(snap, path):
+            return False  # as it was before the run
+        if written.get(path) != now:
+            kept.append(path)
+            return False
+        return True
+
+    def _put_back(self, snap: dict[str, Any], fs: WritableFS) -> None:
+        path, state = snap["path"], snap["state"]
+        if state == "file":
+            blob = self.base / "blobs" / snap["blob"]
+            with self._reading(blob):
+                data = blob.read_bytes()
+            fs.write(path, data, mode=snap["mode"])
+        elif state == "symlink":
+            fs.symlink(path, snap["link"])
+        else:  # a folder, where the run put a file or a link
+            if os.path.lexists(path) and not os.path.isdir(path):
+                os.unlink(path)
+            os.makedirs(path, exist_ok=True)
 
     def _written(self, ref: str) -> dict[str, str]:
         path = self.base / _written_name(ref.partition("#")[0])
@@ -346,6 +367,10 @@ def _mode_differs(snap: dict[str, Any], path: str) -> bool:
 
 def _written_name(manifest: str) -> str:
     return manifest.replace("batch-", "written-", 1)
+
+
+def _depth(snap: dict[str, Any]) -> int:
+    return str(snap["path"]).count(os.sep)
 
 
 def _as_outcome(snap: dict[str, Any]) -> str:

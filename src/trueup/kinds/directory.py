@@ -31,9 +31,12 @@ class DirectoryKind(tree.TreeKind):
         if resource is None:
             assert applied is not None
             return tree.removal(applied, observed, whole=applied.resource.policy == "replace")
-        blocked = tree.in_the_way(
-            resource.spec["files"], observed, whole=resource.policy == "replace"
-        )
+        live = observed.detail.get("files", {})
+        whole = resource.policy == "replace"
+        # What the mirror removes: everything not declared (replace), or what trueup
+        # wrote and nobody changed since (mirror-owned).
+        removable = list(live) if whole else tree.owned_unmodified(applied, live) if applied else []
+        blocked = tree.in_the_way(resource.spec["files"], observed, whole, removable)
         if blocked:
             return Decision(
                 ActionType.DRIFT_CONFLICT,
@@ -45,9 +48,8 @@ class DirectoryKind(tree.TreeKind):
                     "desired": resource.spec["digest"],
                 },
             )
-        live = observed.detail.get("files", {})
-        if resource.policy == "replace":
-            return tree.mirror(resource, observed, applied, list(live), "folder")
+        if whole:
+            return tree.mirror(resource, observed, applied, removable, "folder")
         clobbered = [] if force else tree.clobbered(resource.spec["files"], live, applied)
         if clobbered:
             return Decision(
@@ -60,5 +62,4 @@ class DirectoryKind(tree.TreeKind):
                     "desired": resource.spec["digest"],
                 },
             )
-        removable = tree.owned_unmodified(applied, live) if applied else []
         return tree.mirror(resource, observed, applied, removable, "folder")

@@ -32,7 +32,8 @@ class SkillKind(tree.TreeKind):
         live = observed.detail.get("files", {})
         if observed.state == "directory" and observed.digest == resource.spec["digest"]:
             return Decision(ActionType.NO_OP, "up to date")
-        blocked = tree.in_the_way(resource.spec["files"], observed, whole=True)
+        # Installed whole: everything live goes, once the skill may be replaced at all.
+        blocked = tree.in_the_way(resource.spec["files"], observed, True, list(live))
         unmodified = applied is not None and observed.digest == applied.digest
         if blocked or not (
             observed.state == "absent" or unmodified or force or resource.policy == "replace"

@@ -98,12 +98,17 @@ def not_a_folder(observed: Observed, place: str = "where the folder should be") 
     return None
 
 
-def in_the_way(desired: Tree, observed: Observed, whole: bool = False) -> str | None:
+def in_the_way(
+    desired: Tree, observed: Observed, whole: bool = False, removable: Iterable[str] = ()
+) -> str | None:
     """A path a file must go to that holds a folder, or the target itself not a folder.
 
     A pipe, socket or device is in the way wherever trueup would write or (with
     ``whole``: everything live in the folder is trueup's to replace) remove it:
-    it can be neither read for a restore nor put back by one.
+    it can be neither read for a restore nor put back by one. What the mirror
+    removes anyway (``removable`` and not declared) is in nobody's way: a
+    folder of trueup's own files becomes a file, or a file of its own becomes
+    a folder, when the source was restructured so.
     """
     target = not_a_folder(observed)
     if target:
@@ -114,12 +119,14 @@ def in_the_way(desired: Tree, observed: Observed, whole: bool = False) -> str | 
     )
     if special:
         return f"a pipe, socket or device is in the way at {special[0]}"
-    blocked = sorted(rel for rel in desired if rel not in live and _has_children(rel, live))
+    going = {rel for rel in removable if rel in live and rel not in desired}
+    staying = {rel: entry for rel, entry in live.items() if rel not in going}
+    blocked = sorted(rel for rel in desired if rel not in live and _has_children(rel, staying))
     if blocked:
         return f"a folder is in the way at {blocked[0]}"
     # A file or a link where a declared file needs a folder: writing there
     # would fail, or go through the link to wherever it leads.
-    above = sorted({p for rel in desired for p in _parents(rel) if p in live}) if live else []
+    above = sorted({p for rel in desired for p in _parents(rel) if p in staying}) if live else []
     return f"a {_what(live[above[0]])} is where a folder should be at {above[0]}" if above else None
 
 
@@ -319,6 +326,10 @@ class TreeKind(Kind):
         desired: Tree = resource.spec.get("files", {})
         join, fs = os.path.join, ctx.fs
         replaced = set(action.payload.get("update", ()))
+        # Removals first: a file going where a removed folder was, or into a folder
+        # where a removed file was, is staged to wait for them (WritableFS.make_parents).
+        for rel in action.payload.get("remove", []):
+            fs.remove(join(base, rel), prune_up_to=base)
         for rel in action.payload.get("write", []):
             entry = desired[rel]
             if entry[0] == "link":
@@ -326,8 +337,6 @@ class TreeKind(Kind):
                 continue
             exclusive = rel not in replaced
             fs.copy(join(base, rel), join(source, rel), entry[1], entry[2], None, exclusive)
-        for rel in action.payload.get("remove", []):
-            fs.remove(join(base, rel), prune_up_to=base)
 
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
         base = ctx.path(resource.target)
