@@ -431,9 +431,12 @@ MANY = START_AFTER + 4 * HAND_FILES
 
 
 def partnered(tmp_path: Path, exclusive: bool = True) -> tuple[WritableFS, list[Path]]:
-    """A file system whose partner is up, with MANY files staged under ``tmp_path``."""
+    """A file system whose partner is up, with MANY files staged under ``tmp_path``, each
+    beside its target (their folders exist: see the tests of new folders for the rest)."""
     fs = WritableFS(tag="run", partner=True)
     targets = [tmp_path / f"d{i % 3}" / f"f{i}.txt" for i in range(MANY)]
+    for target in targets[:3]:
+        target.parent.mkdir(parents=True, exist_ok=True)
     for i, target in enumerate(targets[:START_AFTER]):
         fs.write(target, f"file {i}\n".encode(), exclusive=exclusive)
     deadline = time.monotonic() + 10
@@ -511,9 +514,11 @@ def test_work_meanwhile_runs_while_the_partner_flushes_the_temp_files_before_any
     import trueup.fs
 
     flushed_here: list[list[str]] = []
-    real_sync_files = trueup.fs.sync_files
+    real_sync_paths = trueup.fs.sync_paths
     monkeypatch.setattr(
-        trueup.fs, "sync_files", lambda paths: flushed_here.append(paths) or real_sync_files(paths)
+        trueup.fs,
+        "sync_paths",
+        lambda paths, folders: flushed_here.append(paths) or real_sync_paths(paths, folders),
     )
     fs, targets = partnered(tmp_path)
     seen: list[tuple[int, bool]] = []
@@ -768,3 +773,66 @@ def test_a_file_in_the_way_of_a_folder_and_not_removed_is_a_conflict(tmp_path: P
         fs.write(tmp_path / "x" / "y.txt", b"y\n", exclusive=True)
     fs.discard()
     assert (tmp_path / "x").read_text() == "somebody's\n"
+
+
+def temp_names(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if TEMP_MARK in p.name)
+
+
+def test_a_new_folder_is_made_whole_under_a_temp_name_and_renamed_into_place(
+    tmp_path: Path,
+) -> None:
+    """Its files need no temp names of their own, nor a rename each."""
+    fs = WritableFS(tag="t")
+    fs.write(tmp_path / "new" / "a.txt", b"a", exclusive=True)
+    fs.write(tmp_path / "new" / "deep" / "b.txt", b"b", exclusive=True)
+    fs.symlink(tmp_path / "new" / "deep" / "link", "b.txt", exclusive=True)
+    assert not (tmp_path / "new").exists(), "nothing is visible before commit"
+    [folder] = temp_names(tmp_path)
+    assert sorted(p.name for p in (tmp_path / folder).rglob("*")) == [
+        "a.txt",
+        "b.txt",
+        "deep",
+        "link",
+    ]
+    fs.commit()
+    assert (tmp_path / "new" / "a.txt").read_bytes() == b"a"
+    assert (tmp_path / "new" / "deep" / "b.txt").read_bytes() == b"b"
+    assert os.readlink(tmp_path / "new" / "deep" / "link") == "b.txt"
+    assert temp_names(tmp_path) == []
+    fs.write(tmp_path / "new" / "later.txt", b"l", exclusive=True)  # an existing folder now
+    assert len(temp_names(tmp_path)) == 1 and (tmp_path / "new").is_dir()
+    fs.commit()
+    assert (tmp_path / "new" / "later.txt").read_bytes() == b"l"
+
+
+def test_a_folder_that_appears_where_a_new_one_goes_is_never_replaced(tmp_path: Path) -> None:
+    fs = WritableFS(tag="t")
+    fs.write(tmp_path / "new" / "a.txt", b"a", exclusive=True)
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "theirs.txt").write_text("a person's")
+    with pytest.raises(TargetAppeared):
+        fs.commit()
+    fs.discard()
+    assert [p.name for p in (tmp_path / "new").iterdir()] == ["theirs.txt"]
+    assert temp_names(tmp_path) == []
+
+
+def test_discard_removes_a_new_folder_made_so_far(tmp_path: Path) -> None:
+    fs = WritableFS(tag="t")
+    fs.write(tmp_path / "new" / "deep" / "a.txt", b"a", exclusive=True)
+    fs.discard()
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_two_cores
+def test_a_partner_fills_new_folders_and_they_land_whole(tmp_path: Path) -> None:
+    fs = WritableFS(tag="run", partner=True)
+    targets = [tmp_path / "tree" / f"d{i % 7}" / f"f{i}.txt" for i in range(MANY)]
+    for i, target in enumerate(targets):
+        fs.write(target, f"file {i}\n".encode(), exclusive=True)
+    fs.commit()
+    for i, target in enumerate(targets):
+        assert target.read_bytes() == f"file {i}\n".encode()
+    assert temp_names(tmp_path) == []
+    fs.close()

@@ -372,7 +372,7 @@ def test_a_file_appearing_mid_apply_with_the_declared_bytes_is_still_left_alone(
     """Between staging and the rename a person writes exactly what trueup would: still theirs."""
     profile = world.write("m.toml", MOVABLE.format(target="d/notes.txt"))
     code, said = apply_while_paused_after_staging(
-        world, profile, lambda: world.target("d/notes.txt").write_text("declared\n")
+        world, profile, lambda: person_writes(world.target("d/notes.txt"), "declared\n")
     )
     assert code == 7, said
     assert "'notes' changed after the plan was computed" in said
@@ -389,12 +389,19 @@ def test_a_file_appearing_in_a_folder_mid_apply_is_left_alone(world: World, kind
         'target = "sk"\nsource = "src"\n',
     )
     code, said = apply_while_paused_after_staging(
-        world, profile, lambda: world.target("sk/two.txt").write_text("USER DATA\n")
+        world, profile, lambda: person_writes(world.target("sk/two.txt"), "USER DATA\n")
     )
     assert code == 7, said
     assert "changed after the run wrote it" not in said, "the run never wrote it"
     assert world.target("sk/two.txt").read_text() == "USER DATA\n"
     assert not world.target("sk/one.txt").exists(), "the run is one transaction"
+
+
+def person_writes(path: Path, text: str) -> None:
+    """A file written by somebody else, in a folder made for it if it is not there yet
+    (a folder a run is making is renamed into place only at commit)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
 
 
 def apply_while_paused_after_staging(

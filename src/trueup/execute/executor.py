@@ -411,14 +411,25 @@ class Executor:
             # while the temp files flush.
             self.fs.commit(durable_later=True, meanwhile=self._record_verified)
         except TargetAppeared as appeared:
+            # The path itself, or a folder the batch was making whole for it, and all
+            # the batch was to put in that folder.
+            inside = appeared.path + os.sep
             self._appeared.add(appeared.path)
+            self._appeared.update(p for p in self.fs.outcomes() if p.startswith(inside))
             if manifest is not None:
                 # Not ours, even if it holds what we would have written: the
                 # restore that follows must leave it alone.
-                outcomes = self.fs.outcomes()
-                outcomes.pop(appeared.path, None)
+                outcomes = {
+                    path: held
+                    for path, held in self.fs.outcomes().items()
+                    if path not in self._appeared
+                }
                 self.rollback.note_written(manifest, outcomes)
-            touched = {c.seq for c in captures if appeared.path in c.paths}
+            touched = {
+                c.seq
+                for c in captures
+                if appeared.path in c.paths or any(p.startswith(inside) for p in c.paths)
+            }
             rid = next((a.resource_id for seq, a in self._current if seq in touched), None)
             if rid is None:
                 raise

@@ -29,6 +29,7 @@ from trueup.fs import (
     TEMP_MARK,
     WritableFS,
     held_at,
+    remove_any,
     sha256_bytes,
 )
 from trueup.fsops import sync_paths
@@ -312,8 +313,13 @@ class RollbackStore:
             yield from entries.values()
 
     def sweep_temp_files(self) -> int:
-        """Remove temp files a killed run left beside the paths it was changing."""
-        folders = {os.path.dirname(s["path"]) for e in self._entries() for s in e["snapshots"]}
+        """Remove temp files a killed run left beside the paths it was changing, and the
+        folders it was making whole under temp names beside the outermost of them."""
+        folders: set[str] = set()
+        for entry in self._entries():
+            folders.update(os.path.dirname(s["path"]) for s in entry["snapshots"])
+            if entry["missing_dirs"]:  # deepest first
+                folders.add(os.path.dirname(entry["missing_dirs"][-1]))
         removed = 0
         for folder in folders:
             try:
@@ -322,7 +328,7 @@ class RollbackStore:
                 continue
             for name in names:
                 if TEMP_MARK in name:
-                    os.unlink(os.path.join(folder, name))
+                    remove_any(os.path.join(folder, name))
                     removed += 1
         return removed
 
