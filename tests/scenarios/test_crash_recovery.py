@@ -118,10 +118,11 @@ def assert_each_before_or_declared(world: World) -> None:
 
 
 def temp_files(root: Path) -> list[str]:
+    """Temp files, and temp folders (a new folder is staged whole under a temp name)."""
     return [
         os.path.join(folder, name)
-        for folder, _, names in os.walk(root)
-        for name in names
+        for folder, folders, names in os.walk(root)
+        for name in [*folders, *names]
         if TEMP_MARK in name
     ]
 
