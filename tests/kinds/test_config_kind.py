@@ -601,8 +601,22 @@ def test_a_line_appended_after_trueups_keys_keeps_its_newline_when_they_go(
         ("c/c.toml", "a = 1\n\n\n", '"new.k" = 1'),  # trailing blank lines
         ("c/c.yaml", "a: 1\n\n\n", '"new.k" = 1'),
         ("c/c.json", '{"a": 1}', '"new.k" = 1'),
+        # A table that held only trueup's keys, spelt with a space inside when empty.
+        ("c/c.json", '{\n  "a": { },\n  "b": [ ]\n}\n', '"a.x" = 1'),
+        ("c/c.toml", "a = { }\nb = 1\n", '"a.x" = 1'),
+        ("c/c.yaml", "a: { }\nb: 1\n", '"a.x" = 1'),
     ],
-    ids=["sub-table", "open-end", "end-comment", "trailing-blanks", "yaml", "json"],
+    ids=[
+        "sub-table",
+        "open-end",
+        "end-comment",
+        "trailing-blanks",
+        "yaml",
+        "json",
+        "json-empty-spelt",
+        "toml-empty-spelt",
+        "yaml-empty-spelt",
+    ],
 )
 def test_a_file_trueups_keys_leave_is_given_back_byte_for_byte(
     machine: Machine, target: str, text: str, keys: str

@@ -9,6 +9,7 @@ holds what trueup wrote. replace makes the file exactly the declared keys
 
 from __future__ import annotations
 
+import itertools
 import math
 import reprlib
 from collections import Counter
@@ -560,7 +561,7 @@ class ConfigKind(Kind):
         if len(text) > _AS_IT_WAS_MAX or sha256_bytes(text.encode("utf-8")) == original:
             return None
         newline = "\r\n" if "\r\n" in text else "\n"
-        for candidate in _one_line_apart(text, newline):
+        for candidate in itertools.chain(_one_line_apart(text, newline), _respelt_empty(text)):
             if sha256_bytes(candidate.encode("utf-8")) == original and same_value(
                 self._load(resource, candidate).keys_flat(), doc.keys_flat()
             ):
@@ -703,6 +704,35 @@ def _one_line_apart(text: str, newline: str) -> Iterator[str]:
         if text.startswith(newline, after):
             yield text[:after] + text[after + len(newline) :]
         at = text.find(newline, after)
+
+
+#: Empty tables and lists a file may spell with a space inside (``{ }``); at most this
+#: many are tried both ways (ConfigKind._as_it_was).
+_EMPTY_SPELLINGS = {"{}": "{ }", "[]": "[ ]"}
+_RESPELT_MAX = 3
+
+
+def _respelt_empty(text: str) -> Iterator[str]:
+    """``text`` with some of its empty tables and lists spelt with a space inside:
+    a table that held only trueup's keys is written back empty as ``{}``, where the
+    person may have spelt it ``{ }``."""
+    spots = sorted((at, empty) for empty in _EMPTY_SPELLINGS for at in _occurrences(text, empty))
+    if not spots or len(spots) > _RESPELT_MAX:
+        return
+    for chosen in range(1, 1 << len(spots)):
+        pieces, last = [], 0
+        for bit, (at, empty) in enumerate(spots):
+            if chosen >> bit & 1:
+                pieces += [text[last:at], _EMPTY_SPELLINGS[empty]]
+                last = at + len(empty)
+        yield "".join(pieces) + text[last:]
+
+
+def _occurrences(text: str, part: str) -> Iterator[int]:
+    at = text.find(part)
+    while at != -1:
+        yield at
+        at = text.find(part, at + len(part))
 
 
 def _inside(key: str, declared: str) -> bool:
