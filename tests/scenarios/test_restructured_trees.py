@@ -57,12 +57,14 @@ def restructure(world: World, files: dict[str, str], verify: str = "", kind: str
 
 FOLDER = {"x/y.txt": "y\n", "x/deep/z.txt": "z\n", "keep.txt": "k\n"}
 FILE = {"x": "x is a file now\n", "keep.txt": "k\n"}
-
-
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize(
+EACH_KIND = pytest.mark.parametrize("kind", KINDS)
+BOTH_WAYS = pytest.mark.parametrize(
     ("before", "after"), [(FOLDER, FILE), (FILE, FOLDER)], ids=["to-file", "to-folder"]
 )
+
+
+@EACH_KIND
+@BOTH_WAYS
 def test_a_restructured_source_is_installed_in_one_apply(
     world: World, kind: str, before: dict[str, str], after: dict[str, str]
 ) -> None:
@@ -75,10 +77,8 @@ def test_a_restructured_source_is_installed_in_one_apply(
     assert again.code == 0 and again.json["status"] == "converged", again.out
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize(
-    ("before", "after"), [(FOLDER, FILE), (FILE, FOLDER)], ids=["to-file", "to-folder"]
-)
+@EACH_KIND
+@BOTH_WAYS
 def test_a_restructure_that_fails_verification_puts_the_old_layout_back_exactly(
     world: World, kind: str, before: dict[str, str], after: dict[str, str]
 ) -> None:
@@ -95,22 +95,22 @@ def test_a_restructure_that_fails_verification_puts_the_old_layout_back_exactly(
     assert layout(world.target("t")) == layout(world.profiles / "src")
 
 
-def test_a_persons_file_in_the_folder_in_the_way_keeps_it_a_conflict(world: World) -> None:
-    profile = installed(world, "directory", FOLDER)
-    world.target("t/x/mine.txt").write_text("a person's notes\n")
-    restructure(world, FILE)
+@pytest.mark.parametrize(
+    ("before", "after", "edited", "why"),
+    [
+        (FOLDER, FILE, "x/mine.txt", "a folder is in the way at x"),  # a person's file in it
+        (FILE, FOLDER, "x", "a file is where a folder should be at x"),  # trueup's, changed
+    ],
+    ids=["persons-file-in-the-folder", "trueups-file-changed"],
+)
+def test_what_a_person_wrote_in_the_way_keeps_it_a_conflict(
+    world: World, before: dict[str, str], after: dict[str, str], edited: str, why: str
+) -> None:
+    profile = installed(world, "directory", before)
+    world.target(f"t/{edited}").write_text("a person's notes\n")
+    was = layout(world.target("t"))
+    restructure(world, after)
     applied = world.run("apply", profile, "--root", str(world.root), "--yes")
     assert applied.code == 4, applied.out + applied.err
-    assert "a folder is in the way at x" in applied.out
-    assert world.target("t/x/mine.txt").read_text() == "a person's notes\n"
-    assert world.target("t/x/y.txt").read_text() == "y\n"
-
-
-def test_a_file_of_trueups_changed_since_keeps_it_a_conflict(world: World) -> None:
-    profile = installed(world, "directory", FILE)
-    world.target("t/x").write_text("edited by hand\n")
-    restructure(world, FOLDER)
-    applied = world.run("apply", profile, "--root", str(world.root), "--yes")
-    assert applied.code == 4, applied.out + applied.err
-    assert "a file is where a folder should be at x" in applied.out
-    assert world.target("t/x").read_text() == "edited by hand\n"
+    assert why in applied.out
+    assert layout(world.target("t")) == was
