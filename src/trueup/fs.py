@@ -616,8 +616,6 @@ class WritableFS(ReadOnlyFS):
         self._dirs: set[str] = set()
         # Folders seen to exist: a tree of 10,000 files has 100 parents to check.
         self._present: set[str] = set()
-        # Folders this batch creates: nothing else is in them, no need to look.
-        self._fresh: set[str] = set()
         # Folders this batch creates, by where they are made until commit: the
         # outermost of each under a temp name (``_new_folders``), renamed into place.
         self._making: dict[str, str] = {}
@@ -684,7 +682,6 @@ class WritableFS(ReadOnlyFS):
             os.mkdir(inside)
             self._making[folder] = inside
             self._own(inside, os.path.dirname(inside))
-        self._fresh.update(missing)
         return _Place(self._making[parent], IN_NEW_FOLDER)
 
     def _new_folder(self, final: str) -> str:
@@ -694,7 +691,6 @@ class WritableFS(ReadOnlyFS):
         self._new_folders.append((temp, final))
         os.mkdir(temp)
         self._making[final] = temp
-        self._fresh.add(final)
         self._dirs.add(os.path.dirname(final))
         self._own(temp, os.path.dirname(final))
         return temp
@@ -791,7 +787,7 @@ class WritableFS(ReadOnlyFS):
         place = self._place(final)
         # Nothing to look at where the plan saw nothing (the exclusive rename refuses
         # whatever came since), or in a folder this batch makes.
-        fresh = exclusive or place.how or place.folder in self._fresh
+        fresh = exclusive or place.how
         current = None if fresh else self.lstat(final)
         if mode is None:
             # Keep the read/write bits a regular file already has; anything else
@@ -1038,7 +1034,6 @@ class WritableFS(ReadOnlyFS):
         self._removing.clear()
         self._prunes.clear()
         self._dirs.clear()
-        self._fresh.clear()
         self._outcomes.clear()
         self._kept.clear()
 
@@ -1147,7 +1142,6 @@ class WritableFS(ReadOnlyFS):
         self._removals.clear()
         self._removing.clear()
         self._prunes.clear()
-        self._fresh.clear()
         self._outcomes.clear()
         self._kept.clear()
 

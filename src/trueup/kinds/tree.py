@@ -327,7 +327,7 @@ class TreeKind(Kind):
         join, fs = os.path.join, ctx.fs
         replaced = set(action.payload.get("update", ()))
         # Removals first: a file going where a removed folder was, or into a folder
-        # where a removed file was, is staged to wait for them (WritableFS.make_parents).
+        # where a removed file was, is staged to wait for them (WritableFS._place).
         for rel in action.payload.get("remove", []):
             fs.remove(join(base, rel), prune_up_to=base)
         for rel in action.payload.get("write", []):
