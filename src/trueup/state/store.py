@@ -447,7 +447,9 @@ class Store:
             {"run": run_id, "first": first, "last": last, "manifest": manifest, "at": now()},
         )
 
-    def mark_succeeded(self, run_id: str, first: int, verified: Sequence[tuple[int, Any]]) -> None:
+    def mark_succeeded(
+        self, run_id: str, first: int, verified: Sequence[tuple[int, dict[str, Any]]]
+    ) -> None:
         """Journal the actions of the batch starting at ``first`` succeeded, each with its
         verification evidence, in the batch's row (one write, however big the batch)."""
         evidence = {str(seq): ev for seq, ev in verified}
