@@ -33,6 +33,7 @@ from trueup.execute.crashpoints import reach
 from trueup.fsops import (
     DEFAULT_MAX_FILE_BYTES,
     O_CLOEXEC,
+    POSIX_PATHS,
     SYNCFS_BATCH,
     create_temp,
     file_systems,
@@ -69,7 +70,6 @@ _EUID = os.geteuid() if hasattr(os, "geteuid") else -1
 _MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks
 # A temp name adds ".", the mark, the run id and a counter (~50 bytes) to the target's.
 _LONG_NAME = 160
-_POSIX = os.sep == "/" and os.altsep is None
 
 
 class FileTooLargeError(UsageError):
@@ -608,8 +608,8 @@ class WritableFS(ReadOnlyFS):
         # here instead, should the partner find no syncfs (or stop).
         self._flushing: collections.deque[Callable[[], None]] = collections.deque()
         self._staged: list[_Staged] = []
-        self._removals: list[str] = []
-        self._removing: set[str] = set()  # the same, to look paths up in
+        # Paths to remove at commit, in order (a dict: looked up by ``_place`` too).
+        self._removals: dict[str, None] = {}
         # What each staged path will hold after commit (see ``outcomes``).
         self._outcomes: dict[str, str] = {}
         self._prunes: list[tuple[str, str]] = []
@@ -631,7 +631,7 @@ class WritableFS(ReadOnlyFS):
     def temp_path(self, final: str, beside: str | None = None) -> str:
         """A fresh temp name for ``final``, in its folder (or in ``beside``)."""
         self._counter += 1
-        if _POSIX:  # os.path.split, without its normalising of the folder
+        if POSIX_PATHS:  # os.path.split, without its normalising of the folder
             folder, _, name = final.rpartition("/")
         else:
             folder, name = os.path.split(final)
@@ -661,7 +661,7 @@ class WritableFS(ReadOnlyFS):
         current = parent
         while making is None and not os.path.isdir(current):
             if os.path.lexists(current):
-                if current in self._removing:
+                if current in self._removals:
                     # A file becoming a folder (a restructured tree): it goes first, at commit.
                     return _Place(os.path.dirname(current), DEFERRED)
                 # Planned as a folder to create; something else took the place since.
@@ -726,7 +726,7 @@ class WritableFS(ReadOnlyFS):
         for temp, final in self._new_folders:
             _rename_exclusive(temp, final)
         self._present.update(self._making)
-        self._new_folders.clear()
+        self._new_folders.clear()  # in place: nothing of them is for discard() to remove
         self._making.clear()
 
     def write(
@@ -787,7 +787,7 @@ class WritableFS(ReadOnlyFS):
         place = self._place(final)
         # Nothing to look at where the plan saw nothing (the exclusive rename refuses
         # whatever came since), or in a folder this batch makes.
-        fresh = exclusive or place.how
+        fresh = exclusive or bool(place.how)
         current = None if fresh else self.lstat(final)
         if mode is None:
             # Keep the read/write bits a regular file already has; anything else
@@ -950,8 +950,7 @@ class WritableFS(ReadOnlyFS):
 
     def remove(self, path: Path | str, prune_up_to: Path | str | None = None) -> None:
         """Stage a removal; with ``prune_up_to``, empty parents below it go too."""
-        self._removals.append(os.fspath(path))
-        self._removing.add(os.fspath(path))
+        self._removals[os.fspath(path)] = None
         self._outcomes[os.fspath(path)] = ABSENT_OUTCOME
         if prune_up_to is not None:
             self.prune(os.path.dirname(os.fspath(path)), prune_up_to)
@@ -1029,9 +1028,14 @@ class WritableFS(ReadOnlyFS):
             self._flush_by(partner, folders, functools.partial(sync_dirs, folders))
         else:
             sync_dirs(self._dirs)
+        self._end_batch()
+
+    def _end_batch(self) -> None:
+        """Forget what the batch staged, once it is committed or discarded."""
         self._staged.clear()
+        self._new_folders.clear()
+        self._making.clear()
         self._removals.clear()
-        self._removing.clear()
         self._prunes.clear()
         self._dirs.clear()
         self._outcomes.clear()
@@ -1123,7 +1127,7 @@ class WritableFS(ReadOnlyFS):
         over (and a restore would then take it for the run's own write).
         """
         kept = self._kept
-        for final in [s.final for s in self._staged if not s.exclusive] + self._removals:
+        for final in [*(s.final for s in self._staged if not s.exclusive), *self._removals]:
             if final in kept and witness_of(self.lstat(final)) != kept[final]:
                 raise TargetAppeared(final, "changed")
 
@@ -1136,14 +1140,7 @@ class WritableFS(ReadOnlyFS):
             remove_any(staged.temp)
         for temp, _ in self._new_folders:
             remove_any(temp)
-        self._new_folders.clear()
-        self._making.clear()
-        self._staged.clear()
-        self._removals.clear()
-        self._removing.clear()
-        self._prunes.clear()
-        self._outcomes.clear()
-        self._kept.clear()
+        self._end_batch()
 
     def remove_empty_dirs(self, folder: Path | str, stop: Path | str) -> None:
         """Remove ``folder`` and its parents while empty, down to and including ``stop``."""

@@ -138,6 +138,9 @@ def cores() -> set[int] | range:
         return range(os.cpu_count() or 1)
 
 
+#: Paths are spelt with "/" only: a path can be split and joined as plain text.
+POSIX_PATHS = os.sep == "/" and os.altsep is None
+
 #: The file-size limit unless a command is given another (``--max-file-bytes``).
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 

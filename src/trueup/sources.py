@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-_POSIX = os.sep == "/" and os.altsep is None
+from trueup.fsops import POSIX_PATHS
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -28,7 +28,7 @@ def source_path(base_dir: Path | str, source: str) -> str:
     """
     base = os.fspath(base_dir)
     if (
-        _POSIX
+        POSIX_PATHS
         and source
         and "/." not in f"/{source}"
         and "//" not in source
