@@ -119,6 +119,61 @@ class BenchError(RuntimeError):
     """A command failed or a no-op was not a no-op: the numbers would mean nothing."""
 
 
+class QuietDisk:
+    """Waits, before each scenario, for the disk to be as quick as it was at the start.
+
+    Some virtual disks slow down for minutes after heavy writing or deleting
+    (a first ``pip install`` of pyinfra, a scenario's clean-up). A scenario
+    timed in that state bills the tool that makes its writes durable (trueup)
+    for what the one that does not (rsync) never waits for. So each scenario
+    starts only once a probe (``PROBE_FILES`` small files written, then
+    ``sync``) takes at most twice its time at the start, or after
+    ``QUIET_WAIT_S`` in any case; every reading goes to the results.
+    """
+
+    PROBE_FILES = 256
+    QUIET_WAIT_S = 180.0
+
+    def __init__(self, place: Path) -> None:
+        self.place = place
+        self.baseline = min(self.probe() for _ in range(3))
+        self.log: list[dict[str, Any]] = []
+
+    def probe(self) -> float:
+        folder = fresh_dir(self.place)
+        data = b"x" * 2048
+        started = time.perf_counter()
+        for i in range(self.PROBE_FILES):
+            (folder / str(i)).write_bytes(data)
+        os.sync()
+        took = time.perf_counter() - started
+        shutil.rmtree(folder)
+        return took
+
+    def wait(self, before: str) -> None:
+        limit = max(2 * self.baseline, self.baseline + 0.05)
+        started = time.monotonic()
+        readings = [self.probe()]
+        while readings[-1] > limit and time.monotonic() - started < self.QUIET_WAIT_S:
+            if len(readings) == 1:
+                progress(f"waiting for the disk to quieten before: {before}")
+            time.sleep(5)
+            readings.append(self.probe())
+        self.log.append(
+            {
+                "before": before,
+                "probe_ms": [round(r * 1000, 1) for r in readings],
+                "limit_ms": round(limit * 1000, 1),
+                "waited_s": round(time.monotonic() - started, 1),
+                "quiet": readings[-1] <= limit,
+            }
+        )
+
+
+#: Set by main(); ``interleaved`` waits on it before the first round.
+DISK: list[QuietDisk] = []
+
+
 def run_timed(
     cmd: Sequence[str | Path],
     env: dict[str, str] | None = None,
@@ -390,6 +445,8 @@ def faster(row: Row, peer: Row, limit: float, info: bool = False) -> None:
 
 def interleaved(rows: Sequence[Row], jobs: Sequence[Callable[[int], Sample]], runs: int) -> None:
     """Run every job once per round, round-robin, so background load hits all alike."""
+    for disk in DISK:
+        disk.wait(rows[0].scenario)
     for i in range(runs):
         for row, job in zip(rows, jobs, strict=True):
             row.samples.append(job(i))
@@ -702,6 +759,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = environment()
     started = time.time()
     fresh_dir(SCRATCH)
+    if not args.skip_pyinfra:  # its install is no scenario's business (QuietDisk)
+        ensure_pyinfra()
+    DISK[:] = [QuietDisk(SCRATCH / "disk-probe")]
+    env["disk_probe_baseline_ms"] = round(DISK[0].baseline * 1000, 1)
     if args.snapshot:
         LAUNCHER[:] = [snapshot_trueup(SCRATCH / "snapshot")]
     env["trueup"] = [str(part) for part in LAUNCHER]
@@ -721,8 +782,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(SCRATCH, ignore_errors=True)
     memory = memory_rows(rows)
     env["loadavg_end"] = os.getloadavg()
+    env["disk_probes"] = DISK[0].log
     env["wall_s"] = round(time.time() - started, 1)
     print(render(rows, memory))
+    print(f"\ndisk probe: {DISK[0].baseline * 1000:.0f} ms at the start", end="")
+    for entry in DISK[0].log:
+        state = "quiet" if entry["quiet"] else "NOT quiet"
+        print(f"; {entry['probe_ms'][-1]:.0f} ms ({state}) before {entry['before']}", end="")
+    print()
     RESULTS.write_text(
         json.dumps(
             {
