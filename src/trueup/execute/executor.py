@@ -413,23 +413,23 @@ class Executor:
         except TargetAppeared as appeared:
             # The path itself, or a folder the batch was making whole for it, and all
             # the batch was to put in that folder.
-            inside = appeared.path + os.sep
-            self._appeared.add(appeared.path)
-            self._appeared.update(p for p in self.fs.outcomes() if p.startswith(inside))
+            gone = appeared.path
+            inside = gone + os.sep
+
+            def lost(path: str) -> bool:
+                return path == gone or path.startswith(inside)
+
+            outcomes = self.fs.outcomes()
+            self._appeared.add(gone)
+            self._appeared.update(filter(lost, outcomes))
             if manifest is not None:
                 # Not ours, even if it holds what we would have written: the
                 # restore that follows must leave it alone.
-                outcomes = {
-                    path: held
-                    for path, held in self.fs.outcomes().items()
-                    if path not in self._appeared
-                }
-                self.rollback.note_written(manifest, outcomes)
-            touched = {
-                c.seq
-                for c in captures
-                if appeared.path in c.paths or any(p.startswith(inside) for p in c.paths)
-            }
+                self.rollback.note_written(
+                    manifest,
+                    {path: held for path, held in outcomes.items() if path not in self._appeared},
+                )
+            touched = {c.seq for c in captures if any(map(lost, c.paths))}
             rid = next((a.resource_id for seq, a in self._current if seq in touched), None)
             if rid is None:
                 raise
