@@ -13,7 +13,7 @@ import click
 import typer
 
 from trueup import __version__
-from trueup.cli.output import Output, rerun_with, stdout_closed
+from trueup.cli.output import Output, confirmation_hint, rerun_with, stdout_closed
 from trueup.errors import ExitCode, TrueupError, UsageError
 
 app = typer.Typer(
@@ -187,7 +187,11 @@ def plan(
                 why = f"{blocked.message}; {blocked.hint or ''}"
                 out.print(f"[yellow]note:[/] {escape(why)}")
             if out_file is not None:
-                again = shlex.join(["trueup", "apply", str(out_file)])
+                from trueup.execute.gates import needs_confirmation
+
+                typed = ["--confirm", the_plan.target.name]
+                typed = typed if needs_confirmation(the_plan.actions) else []
+                again = shlex.join(["trueup", "apply", str(out_file), *typed])
                 out.print(escape(f"saved to {out_file}; apply it with: {again}"))
         return int(outcome.exit_code)
 
@@ -196,8 +200,16 @@ def plan(
 
 def _plan_json(the_plan: Any) -> dict[str, Any]:
     from trueup.cli.render import plan_summary
+    from trueup.execute.gates import confirm_command, needs_confirmation
 
-    return {"digest": the_plan.digest, "summary": plan_summary(the_plan), "plan": the_plan.body()}
+    risky = needs_confirmation(the_plan.actions)
+    return {
+        "digest": the_plan.digest,
+        "summary": plan_summary(the_plan),
+        "plan": the_plan.body(),
+        # The apply that types the target's name, when a step destroys or migrates data.
+        "confirm": confirm_command(the_plan) if risky else None,
+    }
 
 
 @app.command()
@@ -302,14 +314,15 @@ def apply(
                     "nothing was changed", {"plan": _plan_json(expected), "run": None}, "declined"
                 )
                 return int(ExitCode.OK)
-        if queue:
-            from trueup.execute.queued_apply import enqueue_apply
+        with confirmation_hint(expected.target.name, no_input and typed is None):
+            if queue:
+                from trueup.execute.queued_apply import enqueue_apply
 
-            run_id = enqueue_apply(engine, prepared, typed)
-            message = f"queued as run {run_id}; a worker applies it (trueup worker)"
-            out.report(message, {"plan": _plan_json(expected), "run": run_id}, "queued")
-            return int(ExitCode.OK)
-        result = _apply_with_progress(out, engine, prepared, expected, typed, paused)
+                run_id = enqueue_apply(engine, prepared, typed)
+                message = f"queued as run {run_id}; a worker applies it (trueup worker)"
+                out.report(message, {"plan": _plan_json(expected), "run": run_id}, "queued")
+                return int(ExitCode.OK)
+            result = _apply_with_progress(out, engine, prepared, expected, typed, paused)
 
         def show() -> None:
             if json_out:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from trueup.cli.main import JsonOpt, OverwriteOpt, StateOpt, _engine, _run
-from trueup.cli.output import Output, rerun_with
+from trueup.cli.output import Output, confirmation_hint, rerun_with
 from trueup.errors import ExitCode, UsageError
 
 org_app: typer.Typer = typer.Typer(
@@ -146,7 +146,8 @@ def org_apply(
                     data = {**_plan_json(prepared, expected), "apply": None}
                     out.report("nothing was changed", data, "declined")
                     return int(ExitCode.OK)
-            result = engine.apply(prepared, expected, typed)
+            with confirmation_hint(expected.target.name, no_input and typed is None):
+                result = engine.apply(prepared, expected, typed)
 
             def show() -> None:
                 if json_out:

@@ -10,7 +10,8 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -31,6 +32,38 @@ CLOSED_PIPE_EXIT = 141
 def rerun_with(*extra: str) -> str:
     """This very command again with ``extra`` arguments, quoted, ready to paste."""
     return shlex.join(["trueup", *sys.argv[1:], *extra])
+
+
+def rerun_confirmed(name: str) -> str:
+    """This very command again with ``--confirm NAME``, in place of any name typed before."""
+    args: list[str] = []
+    skip = False
+    for arg in sys.argv[1:]:
+        if skip or arg == "--confirm":
+            skip = not skip
+            continue
+        if not arg.startswith("--confirm="):
+            args.append(arg)
+    return shlex.join(["trueup", *args, "--confirm", name])
+
+
+@contextmanager
+def confirmation_hint(name: str, no_input: bool) -> Iterator[None]:
+    """A refused confirmation names the whole command to run.
+
+    ``no_input``: the run may not ask and no name was given (a timer, CI), so
+    nobody could have typed it: a person's to do (exit 3), not a mistake (2).
+    """
+    from trueup.execute.gates import ConfirmationRequired, unattended
+
+    try:
+        yield
+    except ConfirmationRequired as refused:
+        command = rerun_confirmed(name)
+        if no_input:
+            raise unattended(refused, command) from None
+        refused.hint = f"type the target's name to confirm: {command}"
+        raise
 
 
 def stdout_closed() -> NoReturn:

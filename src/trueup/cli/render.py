@@ -146,6 +146,15 @@ def render_plan(
             "[magenta]A resource no longer declared but changed since trueup wrote it is left "
             "as it is: delete it by hand (trueup then forgets it), or declare it again.[/]"
         )
+    risky = [a.resource_id for a in plan.actions if a.destroys or a.migrates]
+    if risky:
+        from trueup.execute.gates import confirm_command
+
+        console.print(
+            f"[red]{len(risky)} step(s) destroy or migrate data ({escape(', '.join(risky[:5]))}"
+            f"{' …' if len(risky) > 5 else ''}): --yes alone never applies them; a person "
+            f"types the target's name: {escape(visible(confirm_command(plan)))}[/]"
+        )
 
 
 def overwrite_command(plan: Plan, ids: Sequence[str]) -> str:

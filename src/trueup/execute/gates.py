@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from trueup.errors import ConflictError, TrueupError, UsageError
+from trueup.errors import ConflictError, ExitCode, TrueupError, UsageError
 from trueup.model import Action, Plan, Target
 from trueup.state.store import RunInfo, RunLocked, Store
 
@@ -26,6 +26,16 @@ if TYPE_CHECKING:
 
 class ConfirmationRequired(UsageError):
     """A destroying or migrating step was not confirmed by typing the target's name."""
+
+
+class NobodyToConfirm(ConfirmationRequired):
+    """A destroying step met by a run that may not ask (``--no-input``: a timer, CI).
+
+    Nothing is wrong with the command; a person has to decide, so it is
+    human action (exit 3), and the next step is the command they run.
+    """
+
+    exit_code = ExitCode.HUMAN_ACTION
 
 
 class StalePlan(ConflictError):
@@ -113,6 +123,22 @@ def replan_command(kind: str, source: str, location: str) -> str:
 
 def needs_confirmation(actions: Iterable[Action]) -> list[Action]:
     return [a for a in actions if a.destroys or a.migrates]
+
+
+def confirm_command(plan: Plan) -> str:
+    """The apply of ``plan``'s target with its name typed, ready to paste."""
+    return target_command(
+        "apply", plan.target.kind, plan.source, plan.target.location, "--confirm", plan.target.name
+    )
+
+
+def unattended(refused: ConfirmationRequired, command: str) -> NobodyToConfirm:
+    """``refused`` as met by a run nobody can answer: a person runs ``command``."""
+    return NobodyToConfirm(
+        f"{refused.message}; --no-input leaves nobody to type the name",
+        hint=f"a person reviews the plan, then runs: {command}",
+        data=refused.data,
+    )
 
 
 def check_confirmation(actions: Sequence[Action], target: Target, typed: str | None) -> None:

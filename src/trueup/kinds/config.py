@@ -474,12 +474,17 @@ class ConfigKind(Kind):
         parts = [f"set {len(changes)}"] if changes else []
         parts += [f"remove {len(unset) + len(extra)}"] if unset or extra else []
         drops = f", which drops {', '.join(theirs)} (a declared key is set whole)" if theirs else ""
+        # replace writes the file anew: a person's file trueup never wrote in loses its
+        # comments and layout too, even when no key of theirs goes.
+        rewrites = replace and recorded is None and observed.state == "file"
+        if rewrites:
+            drops += "; rewrites the existing file, which trueup never wrote in, whole"
         return Decision(
             ActionType.WRITE_CONFIG,
             f"{', '.join(parts)} key(s){drops}",
             payload,
             # Keys trueup never set are data it cannot give back.
-            destroys=bool(extra or theirs),
+            destroys=bool(extra or theirs or rewrites),
         )
 
     def unrecorded(self, resource: Resource, observed: Observed) -> Decision | None:

@@ -246,6 +246,8 @@ class FileKind(Kind):
             return _conflict(obstacle(observed), resource, observed, applied, BY_HAND)
         if observed.state == "absent":
             return Decision(ActionType.WRITE_FILE, f"create {_shape(resource)}", _CREATE)
+        if applied is None and (resource.policy == "replace" or force):
+            return _replacing_theirs(resource)
         if resource.policy == "replace" or force:
             return Decision(ActionType.WRITE_FILE, f"update {_shape(resource)}")
         if applied is not None and self._as_written(observed, applied):
@@ -431,6 +433,21 @@ def _mode_now(ctx: ObserveContext, path: Path | str) -> int | None:
     """The permission bits of the regular file at ``path``; ``None`` if there is none."""
     st = ctx.fs.lstat(path)
     return stat.S_IMODE(st.st_mode) & 0o777 if st is not None and stat.S_ISREG(st.st_mode) else None
+
+
+def _replacing_theirs(resource: Resource) -> Decision:
+    """The first write over a file or link that was there before trueup and differs.
+
+    It is somebody's work that no record can give back once the run is over, so
+    the step destroys data: it waits for the target's name typed (``--confirm``),
+    never ``--yes`` alone, whichever policy (or ``--overwrite``) led here.
+    """
+    shape = _shape(resource)
+    return Decision(
+        ActionType.WRITE_FILE,
+        f"replace the existing {shape}, which trueup never wrote (its content is lost)",
+        destroys=True,
+    )
 
 
 def _shape(resource: Resource) -> str:

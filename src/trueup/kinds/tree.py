@@ -153,9 +153,10 @@ def mirror(
 ) -> Decision:
     """Write what differs and remove ``removable`` files that are not declared.
 
-    Removing a file trueup did not write, or that changed since it did,
-    destroys somebody's work: the plan says so and asks for a typed
-    confirmation, whichever policy or ``--overwrite`` led there.
+    Removing a file trueup did not write, or that changed since it did, or
+    writing over a file that was there before trueup and differs, destroys
+    somebody's work: the plan says so and asks for a typed confirmation,
+    whichever policy or ``--overwrite`` led there.
     """
     live = observed.detail.get("files", {})
     desired: Tree = resource.spec["files"]
@@ -175,11 +176,13 @@ def mirror(
     parts = [f"write {len(plan['write'])}"] if plan["write"] else []
     parts += [f"remove {len(plan['remove'])}"] if plan["remove"] else []
     verb = "install" if observed.state == "absent" else "update"
+    theirs = [rel for rel in plan["update"] if rel not in owned]
+    lost = f", replacing {listed(theirs)}, which trueup never wrote" if theirs else ""
     return Decision(
         ActionType.MIRROR_DIRECTORY,
-        f"{verb} {what}: {', '.join(parts)} file(s)",
+        f"{verb} {what}: {', '.join(parts)} file(s){lost}",
         plan,
-        destroys=any(rel not in safe for rel in plan["remove"]),
+        destroys=bool(theirs) or any(rel not in safe for rel in plan["remove"]),
     )
 
 
