@@ -222,3 +222,37 @@ def test_an_early_read_ahead_nobody_takes_over_is_stopped_with_the_first_read_ah
         assert process.returncode is not None, "stopped and reaped"
         assert take_early(profile) is None
     fs.stop_read_ahead()
+
+
+def test_an_early_read_ahead_reads_no_source_outside_where_the_profile_may_read(
+    tmp_path: Path,
+) -> None:
+    """Refused at load, so never read ahead either: not through ``..``, nor through a
+    folder inside the profile's that is a link to one outside."""
+    outside = sources(tmp_path / "outside")
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "linked").symlink_to(tmp_path / "outside")
+    linked = [str(tmp_path / "p" / "linked" / Path(path).name) for path in outside]
+    for declared in (outside, linked):
+        profile = str(profile_of(tmp_path / "p", declared, ".json"))
+        start_early(profile)
+        ahead = take_early(profile)
+        assert ahead is not None and ahead.ready(timeout=30)
+        cache = StatCache()
+        ahead.drain(cache)
+        assert not cache.entries
+
+
+def test_a_read_ahead_reads_sources_in_a_folder_the_profile_allows(tmp_path: Path) -> None:
+    paths = sources(tmp_path / "outside")
+    (tmp_path / "p").mkdir()
+    profile = profile_of(tmp_path / "p", paths, ".json")
+    document = json.loads(profile.read_text())
+    document["profile"]["allow_sources_outside"] = ["../outside"]
+    profile.write_text(json.dumps(document))
+    start_early(str(profile))
+    ahead = take_early(str(profile))
+    assert ahead is not None and ahead.ready(timeout=30)
+    cache = StatCache()
+    ahead.drain(cache)
+    assert set(cache.entries) == set(paths)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from trueup.sources import declared_sources, source_path
+from trueup.errors import UsageError
+from trueup.sources import SourceBounds, declared_sources, source_path
 
 SOURCES = [
     "a.txt",
@@ -47,5 +48,48 @@ def test_the_sources_of_raw_resources_are_taken_as_they_come() -> None:
         "not a table",
         {"source": "../b.txt"},
     ]
-    assert declared_sources(raws, "/p/q") == ["/p/q/a.txt", "/p/b.txt"]
+    assert declared_sources(raws, "/p/q", ["/p"]) == ["/p/q/a.txt", "/p/b.txt"]
     assert declared_sources({"source": "a.txt"}, "/p") == []
+
+
+def test_sources_outside_the_profile_folder_are_not_listed_for_reading(tmp_path: Path) -> None:
+    """The read-ahead reads what this lists: nothing resolution would refuse."""
+    (tmp_path / "p" / "in").mkdir(parents=True)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "p" / "linked").symlink_to(tmp_path / "out")
+    raws = [{"source": s} for s in ("in/a", "../out/b", "/etc/hostname", "linked/c")]
+    base = tmp_path / "p"
+    assert declared_sources(raws, base) == [str(base / "in" / "a")]
+    allowed = declared_sources(raws, base, ["../out"])
+    assert allowed == [str(base / "in" / "a"), str(tmp_path / "out" / "b"), str(base / "linked/c")]
+    assert declared_sources(raws, base, "../out") == [str(base / "in" / "a")], "not a list"
+
+
+def test_bounds_resolve_links_on_the_way_and_at_the_end(tmp_path: Path) -> None:
+    base = tmp_path / "p"
+    (base / "tree").mkdir(parents=True)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "secret").write_text("s")
+    (base / "tree" / "leak").symlink_to(tmp_path / "out" / "secret")
+    (base / "tree" / "fine").symlink_to("../tree")
+    bounds = SourceBounds(base)
+    assert bounds.holds(str(base / "tree" / "fine"))
+    assert not bounds.holds(str(base / "tree" / "leak"))
+    assert not bounds.holds(str(base / ".." / "out" / "secret"))
+    assert not bounds.holds(str(tmp_path / "p-sibling" / "x")), "a prefix is not a folder"
+    assert bounds.holds_link(str(base / "tree" / "up"), "../tree/x")
+    assert not bounds.holds_link(str(base / "tree" / "up"), "../../out/secret")
+    assert not bounds.holds_link(str(base / "tree" / "abs"), "/etc/passwd")
+    wider = SourceBounds(base, [str(tmp_path / "out")])
+    assert wider.holds(str(base / "tree" / "leak"))
+    assert wider.holds_link(str(base / "tree" / "x"), "../../out/secret")
+
+
+def test_a_refused_source_names_it_and_how_to_allow_its_folder(tmp_path: Path) -> None:
+    bounds = SourceBounds(tmp_path / "p", ["../shared"])
+    with pytest.raises(UsageError) as refused:
+        bounds.check("/etc/hostname", "/etc/hostname")
+    message = refused.value.message
+    assert "field 'source': '/etc/hostname' is outside the profile's folder" in message
+    assert "../shared" in message and "it is /etc/hostname" in message
+    assert 'allow_sources_outside = ["/etc"]' in (refused.value.hint or "")

@@ -220,13 +220,13 @@ def _declared_in(profile: str) -> list[str]:
 
     from trueup.declare.files import read_document
     from trueup.errors import UsageError
-    from trueup.sources import declared_sources
+    from trueup.sources import document_sources
 
     try:
         document = read_document(Path(profile))
     except (UsageError, RecursionError):
         return []
-    return declared_sources(document.get("resource"), os.path.dirname(profile))
+    return document_sources(document, os.path.dirname(profile))
 
 
 def serve() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +40,132 @@ def source_path(base_dir: Path | str, source: str) -> str:
     return os.path.abspath(os.path.join(base, source))
 
 
-def declared_sources(raws: Any, base_dir: Path | str) -> list[str]:
+def declared_sources(raws: Any, base_dir: Path | str, allowed: Any = ()) -> list[str]:
     """Every ``source`` path of a profile's raw resources, spelt as resolution spells it.
 
     Not yet validated, so taken as they come: a read-ahead only reads, and
-    whatever it was wrongly given is simply never looked up.
+    whatever it was wrongly given is simply never looked up. A source outside
+    where the profile may read (``SourceBounds``) is left out: resolution
+    refuses it, and nothing outside is read, not even ahead, to be thrown away.
+    ``allowed`` is the raw ``allow_sources_outside`` of the profile.
     """
     if not isinstance(raws, list):
         return []
-    return [
-        source_path(base_dir, raw["source"])
-        for raw in raws
-        if isinstance(raw, Mapping) and isinstance(raw.get("source"), str)
-    ]
+    bounds = SourceBounds(base_dir, allowed if _is_str_list(allowed) else ())
+    found = []
+    for raw in raws:
+        if isinstance(raw, Mapping) and isinstance(raw.get("source"), str):
+            path = source_path(base_dir, raw["source"])
+            if bounds.holds_folder_of(path):
+                found.append(path)
+    return found
+
+
+def document_sources(document: Mapping[str, Any], base_dir: Path | str) -> list[str]:
+    """``declared_sources`` of a whole raw profile document (its folders allowed too)."""
+    meta = document.get("profile")
+    allowed = meta.get("allow_sources_outside", ()) if isinstance(meta, Mapping) else ()
+    return declared_sources(document.get("resource"), base_dir, allowed)
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(item, str) and "\0" not in item for item in value
+    )
+
+
+class SourceBounds:
+    """Where a profile may read sources from: its own folder, and the folders it
+    names in ``allow_sources_outside``.
+
+    A profile is often somebody else's (a published one, a repository's): a
+    ``source = "/home/me/.ssh/id_ed25519"`` or a link in a skill folder to
+    ``~/.aws`` would copy a secret into a target, or into a follower's
+    revision. Symlinks are resolved before the comparison, so a link inside
+    the profile's folder leading out of it is out of it. Real folders are
+    looked up once each: ten thousand sources in a hundred folders cost a
+    hundred ``realpath`` calls, not ten thousand.
+    """
+
+    def __init__(self, base_dir: Path | str, allowed: Iterable[str] = ()) -> None:
+        base = os.path.abspath(base_dir)
+        self.base = base
+        self.allowed = tuple(allowed)
+        self._roots = tuple(
+            dict.fromkeys(
+                os.path.realpath(os.path.join(base, os.path.expanduser(root)))
+                for root in (base, *self.allowed)
+            )
+        )
+        self._real_folders: dict[str, str] = {}
+
+    def real(self, path: str) -> str:
+        """Where ``path`` (absolute) really is, every symlink on the way resolved."""
+        folder, name = os.path.split(path)
+        real = os.path.join(self._real_folder(folder), name)
+        return os.path.realpath(real) if os.path.islink(real) else real
+
+    def holds(self, path: str) -> bool:
+        """Whether ``path`` (absolute), symlinks resolved, is where sources may be."""
+        try:
+            return self._inside(self.real(path))
+        except ValueError:  # a NUL: no file is there, and whoever reads it says so
+            return True
+
+    def holds_folder_of(self, path: str) -> bool:
+        """``holds`` for a reader that never follows the last link itself (the read-ahead)."""
+        folder, name = os.path.split(path)
+        try:
+            return self._inside(os.path.join(self._real_folder(folder), name))
+        except ValueError:
+            return False
+
+    def holds_link(self, where: str, link: str) -> bool:
+        """Whether the symlink at ``where`` (in a source), reading ``link``, leads to
+        where sources may be: its copy is installed leading there too."""
+        try:
+            leads = os.path.realpath(os.path.join(self._real_folder(os.path.dirname(where)), link))
+        except ValueError:
+            return False
+        return self._inside(leads)
+
+    def _real_folder(self, folder: str) -> str:
+        real = self._real_folders.get(folder)
+        if real is None:
+            real = self._real_folders[folder] = os.path.realpath(folder)
+        return real
+
+    def _inside(self, real: str) -> bool:
+        return any(
+            real == root or real.startswith(root if root.endswith(os.sep) else root + os.sep)
+            for root in self._roots
+        )
+
+    def check(self, declared: str, source: str) -> None:
+        """Refuse (``UsageError``) the ``source`` spelt ``declared`` if it is outside,
+        before anything reads it."""
+        if not self.holds(source):
+            self._refuse(f"{declared!r} is outside the profile's folder", source)
+
+    def check_links(self, declared: str, links: Iterable[tuple[str, str]]) -> None:
+        """Refuse the first link in the ``declared`` source that leads outside."""
+        for where, link in links:
+            if not self.holds_link(where, link):
+                self._refuse(
+                    f"{declared!r} holds a symlink {where} -> {link} that leads outside "
+                    "the profile's folder",
+                    os.path.join(os.path.dirname(where), link),
+                )
+
+    def _refuse(self, problem: str, path: str) -> None:
+        from trueup.errors import UsageError
+
+        real = os.path.realpath(path)
+        folder = real if os.path.isdir(real) else os.path.dirname(real)
+        named = f" or the folders it allows ({', '.join(self.allowed)})" if self.allowed else ""
+        raise UsageError(
+            f"field 'source': {problem} {self.base}{named}: it is {real}",
+            hint="a profile reads sources only from its own folder unless it names others "
+            "explicitly; to allow this one, add to [profile]: "
+            f'allow_sources_outside = ["{folder}"]',
+        )

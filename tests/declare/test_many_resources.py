@@ -129,7 +129,14 @@ def test_whatever_plain_validation_accepts_pydantic_accepts_the_same(raw: dict[s
 @given(
     st.fixed_dictionaries(
         {"id": st.sampled_from(["p", "ok.id", "-x", 1]), "name": st.text(max_size=2)},
-        optional={"description": VALUES, "groups": VALUES, "colour": VALUES},
+        optional={
+            "description": VALUES,
+            "groups": VALUES,
+            "colour": VALUES,
+            "allow_sources_outside": st.one_of(
+                VALUES, st.lists(st.sampled_from(["", "../x", "/opt/y", "a\0b", 3]), max_size=2)
+            ),
+        },
     )
 )
 def test_profile_sections_plain_and_pydantic_agree(raw: dict[str, Any]) -> None:

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from trueup.declare.plain import ID_PATTERN
+
+
+def _no_nul(path: str) -> str:
+    if "\0" in path:
+        raise ValueError("a path cannot contain a NUL character")
+    return path
+
+
+#: As plain.is_folder_list takes them.
+FolderPath = Annotated[str, Field(min_length=1), AfterValidator(_no_nul)]
 
 
 class ProfileMeta(BaseModel):
@@ -14,6 +26,11 @@ class ProfileMeta(BaseModel):
     name: str = Field(min_length=1)
     description: str | None = None
     groups: list[str] = Field(default_factory=list)
+    allow_sources_outside: list[FolderPath] = Field(
+        default_factory=list,
+        description="folders outside this file's folder that sources may be read from "
+        "(relative to it, or absolute; symlinks resolved); none by default",
+    )
 
 
 class VerifyFields(BaseModel):

@@ -70,11 +70,19 @@ def checked(raw: Any, shape: Shape) -> dict[str, Any] | None:
     return out
 
 
+def is_folder_list(value: Any) -> bool:
+    """Folder paths: text that a file name can be (not empty, no NUL)."""
+    return type(value) is list and all(
+        type(item) is str and item != "" and "\0" not in item for item in value
+    )
+
+
 META: Shape = {
     "id": (is_id, REQUIRED),
     "name": (is_name, REQUIRED),
     "description": (is_optional_str, None),
     "groups": (is_str_list, []),
+    "allow_sources_outside": (is_folder_list, []),
 }
 
 

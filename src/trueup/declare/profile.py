@@ -29,13 +29,14 @@ from trueup.kinds.base import Kind
 from trueup.model import Resource
 from trueup.paths import TargetError, find_overlaps, normalise_target
 from trueup.plan.planner import topological_order
-from trueup.sources import declared_sources
+from trueup.sources import SourceBounds, document_sources, source_path
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
-# 2: only profiles past every check; 3: an undeclared `executable` is absent, not false
-CACHE_FORMAT = f"trueup-profile-cache/{__version__}/3"
+# 2: only profiles past every check; 3: an undeclared `executable` is absent, not false;
+# 4: [profile] has allow_sources_outside
+CACHE_FORMAT = f"trueup-profile-cache/{__version__}/4"
 Entry = dict[str, Any]
 
 
@@ -66,11 +67,12 @@ def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> P
     try:
         if validated is None:
             document = read_document(path)
-            fs.read_ahead(where, lambda: declared_sources(document.get("resource"), path.parent))
+            fs.read_ahead(where, lambda: document_sources(document, path.parent))
             validated = _validate(document, where)
         meta, entries = validated["profile"], validated["resources"]
         base = path.parent
-        resources = tuple(_resolve(entry, base, fs, where) for entry in entries)
+        bounds = SourceBounds(base, meta["allow_sources_outside"])
+        resources = tuple(_resolve(entry, base, fs, where, bounds) for entry in entries)
     finally:  # every source is resolved (or none will be)
         fs.stop_read_ahead()
     if fresh:
@@ -254,9 +256,16 @@ def _first(exc: ValidationError) -> str:
 
 
 # -- resolution (every load) ------------------------------------------------
-def _resolve(entry: dict[str, Any], base: Path, fs: ReadOnlyFS, where: str) -> Resource:
+def _resolve(
+    entry: dict[str, Any], base: Path, fs: ReadOnlyFS, where: str, bounds: SourceBounds
+) -> Resource:
+    """A resource, its sources read; checked on every load, the cached ones too: a
+    folder on the way to a source may have become a link since."""
     kind = kinds.get(entry["kind"])
+    declared = entry["fields"].get("source")
     try:
+        if isinstance(declared, str):
+            bounds.check(declared, source_path(base, declared))
         resource = Resource(
             id=entry["id"],
             kind=entry["kind"],
@@ -267,6 +276,7 @@ def _resolve(entry: dict[str, Any], base: Path, fs: ReadOnlyFS, where: str) -> R
             verify=entry["verify"],
         )
         kind.check(resource)
+        bounds.check_links(declared, kind.source_links(resource.spec))
     except UsageError as exc:
         raise UsageError(
             f"{where}: resource {entry['id']!r}: {exc.message}", hint=exc.hint

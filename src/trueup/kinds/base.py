@@ -146,6 +146,15 @@ class Kind:
         names the file, the resource and the field before anything is planned.
         """
 
+    def source_links(self, spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """The symlinks a resolved source holds, as (where, what it reads).
+
+        Resolution never follows them, but each is installed leading where it
+        leads: the loader refuses one that leads out of where the profile may
+        read (sources.SourceBounds), like a source there.
+        """
+        return []
+
     # -- observe / plan -----------------------------------------------------
     def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
         raise NotImplementedError

@@ -298,6 +298,14 @@ class TreeKind(Kind):
             )
         return {"source": source, "files": files, "digest": tree_digest(files)}
 
+    def source_links(self, spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+        source = spec["source"]
+        return [
+            (os.path.join(source, rel), entry[1])
+            for rel, entry in spec["files"].items()
+            if entry[0] == "link"
+        ]
+
     def inherit(self, resource: Resource, records: Sequence[Applied]) -> Applied | None:
         from trueup import kinds
 
