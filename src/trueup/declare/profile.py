@@ -78,8 +78,10 @@ def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> P
     if fresh:
         _check_whole(resources, where)
         # Only a profile that passed every check is remembered as valid: a
-        # cache hit skips them all.
-        _write_cache(cache, st, validated)
+        # cache hit skips them all. One spelling out a secret value is not
+        # remembered at all: the cache would be one more copy of the value.
+        if not any(kinds.get(e["kind"]).secret_literal(e["fields"]) for e in entries):
+            _write_cache(cache, st, validated)
     body = {"profile": meta, "resources": [r.to_json() for r in resources]}
     return Profile(meta["id"], meta["name"], path, resources, digest(body))
 

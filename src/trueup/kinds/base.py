@@ -139,6 +139,14 @@ class Kind:
         """Turn validated fields into a self-contained spec (content-addressed sources)."""
         return fields
 
+    def secret_literal(self, fields: Mapping[str, Any]) -> bool:
+        """Whether validated ``fields`` spell out a secret value (not a reference to one).
+
+        The validated-profile cache never holds such a profile: it would keep
+        the value in a file of its own.
+        """
+        return False
+
     def check(self, resource: Resource) -> None:
         """Declaration rules that need the whole resource (its target), checked at load.
 

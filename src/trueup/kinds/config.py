@@ -51,6 +51,17 @@ from trueup.kinds.formats import (
     same_value,
 )
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
+from trueup.redact import looks_secret
+from trueup.sealing import (
+    holds_literal,
+    holds_reference,
+    holds_sealed,
+    mask,
+    opened,
+    sealed_leaves,
+    sealed_strings,
+    unsealed_leaves,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -73,6 +84,10 @@ def config_fields() -> type[BaseModel]:
         format: Literal["toml", "json", "yaml"] | None = None
         keys: dict[str, Any] = Field(min_length=1)
         overlay: list[str] = Field(default_factory=list)
+        secret: bool | list[str] | None = Field(
+            default=None,
+            description="true: every declared value is secret; a list: those keys' values",
+        )
 
         @field_validator("keys", "overlay")
         @classmethod
@@ -217,6 +232,7 @@ class ConfigKind(Kind):
                     REQUIRED,
                 ),
                 "overlay": (is_str_list, []),
+                "secret": (lambda v: v is None or type(v) is bool or is_str_list(v), None),
             },
         )
         if found is None:
@@ -232,12 +248,23 @@ class ConfigKind(Kind):
     def resolve(
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
     ) -> dict[str, Any]:
-        return {
+        keys, secret = _sealed_keys(fields)
+        spec = {
             "format": fields.get("format"),
-            "keys": dict(sorted(fields["keys"].items())),
+            "keys": dict(sorted(keys.items())),
             "overlay": sorted(fields.get("overlay", [])),
-            "digest": keys_digest(fields["keys"]),
+            "digest": keys_digest(keys),
         }
+        if secret:
+            spec["secret"] = secret
+        return spec
+
+    def secret_literal(self, fields: Mapping[str, Any]) -> bool:
+        marked = fields.get("secret")
+        return any(
+            holds_literal(value, _marked_secret(key, marked))
+            for key, value in fields["keys"].items()
+        )
 
     def check(self, resource: Resource) -> None:
         _storable(resource, self._format(resource))
@@ -268,7 +295,7 @@ class ConfigKind(Kind):
             text = ctx.fs.read_bytes(path).decode("utf-8")
             doc = self._load(resource, text)
             # Walks every level: a file nested too deeply fails here, once.
-            flat = _spellable(doc.keys_flat())
+            flat = _live_sealed(_spellable(doc.keys_flat()), resource.spec.get("secret", ()))
         except ConfigError as exc:
             return Observed("unverifiable", None, {"reason": str(exc)})
         except UnicodeDecodeError as exc:
@@ -286,14 +313,14 @@ class ConfigKind(Kind):
         for key in resource.spec["keys"]:
             key_path = parse_key_path(key)
             value = doc.get(key_path)
-            if value is not MISSING:
-                declared[key] = value  # holding a NaN: refused, naming the resource
+            if value is not MISSING:  # holding a NaN: refused, naming the resource
+                declared[key] = sealed_strings(value, _secret_key(key, resource))
             anchor = doc.shared_by(key_path)
             if anchor is not None:
                 shared[key] = anchor
             if value is not MISSING and doc.inherited(key_path):
                 inherited.append(key)
-        detail = {"declared": declared, "flat": flat, "file_digest": entry.digest}
+        detail: dict[str, Any] = {"declared": declared, "flat": flat, "file_digest": entry.digest}
         if inherited:
             detail["inherited"] = inherited
         kept_whole = doc.kept_whole()
@@ -523,7 +550,7 @@ class ConfigKind(Kind):
                 if value is not MISSING:
                     fresh.set(parse_key_path(key), value)
             for key, value in resource.spec["keys"].items():
-                fresh.set(parse_key_path(key), value)
+                fresh.set(parse_key_path(key), unsealed_leaves(value))
             return str(fresh.to_text())
         for key in payload.get("unset", []):
             doc.delete(parse_key_path(key))
@@ -535,7 +562,8 @@ class ConfigKind(Kind):
             if _loses_a_comment(kept, str(doc.to_text())):
                 doc = self._load(resource, kept)
         for key, value in payload.get("set", {}).items():
-            doc.set(parse_key_path(key), value)
+            # The one place a sealed secret is opened: written into the file.
+            doc.set(parse_key_path(key), unsealed_leaves(value))
         text = str(doc.to_text())
         original = payload.get("original")
         if original is True and action.type is ActionType.REMOVE_RESOURCE:
@@ -587,6 +615,9 @@ class ConfigKind(Kind):
         text = self._outcome(action, resource, ctx.fs, path)
         if text is None:
             ctx.fs.remove(path)
+        elif entry is None and holds_sealed(resource.spec["keys"]):
+            # A file trueup makes to hold a secret is readable by its owner only.
+            ctx.fs.write(path, text.encode("utf-8"), mode=0o600)
         else:
             ctx.fs.write(path, text.encode("utf-8"), bool(entry and entry.executable))
 
@@ -623,7 +654,50 @@ class ConfigKind(Kind):
         entry = ctx.fs.entry(path)
         old = ctx.fs.read_bytes(path) if entry is not None and entry.state == "file" else None
         text = self._outcome(action, resource, ctx.fs, path)
-        return text_diff(old, None if text is None else text.encode("utf-8"), resource.target)
+        diff = text_diff(old, None if text is None else text.encode("utf-8"), resource.target)
+        # Secret values, declared or live (a person's own token beside trueup's keys).
+        live = self.observe(resource, ctx).detail.get("flat", {})
+        return mask(diff, opened([resource.spec["keys"], live]))
+
+
+def _marked_secret(key: str, marked: object) -> bool:
+    """Whether a declared key's value is secret as a whole: by ``secret`` or by its name."""
+    return marked is True or (isinstance(marked, list) and key in marked) or looks_secret(key)
+
+
+def _sealed_keys(fields: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The declared keys with references resolved and secret values sealed, and the
+    keys whose whole value is secret (their live values are sealed alike)."""
+    marked = fields.get("secret")
+    if isinstance(marked, list):
+        unknown = sorted(set(marked) - set(fields["keys"]))
+        if unknown:
+            raise UsageError(f"field 'secret': {unknown[0]!r} is not one of the declared keys")
+    keys: dict[str, Any] = {}
+    secret: list[str] = []
+    for key, value in fields["keys"].items():
+        whole = _marked_secret(key, marked)
+        try:
+            keys[key] = sealed_leaves(value, whole)
+        except UsageError as exc:
+            raise UsageError(f"field 'keys': key {key!r}: {exc.message}", hint=exc.hint) from None
+        if whole or holds_reference(value):
+            secret.append(key)
+    return keys, sorted(secret)
+
+
+def _secret_key(key: str, resource: Resource) -> bool:
+    return key in resource.spec.get("secret", ()) or looks_secret(key)
+
+
+def _live_sealed(flat: dict[str, Any], secret: Iterable[str]) -> dict[str, Any]:
+    """The file's values with every secret one sealed: under a declared secret key, or
+    under a name that looks secret. Plans and output then hold only their digests."""
+    spelt = [_spelt(k) for k in secret]
+    return {
+        k: sealed_strings(v, looks_secret(k) or any(k == s or k.startswith(s + ".") for s in spelt))
+        for k, v in flat.items()
+    }
 
 
 def _made(

@@ -14,6 +14,7 @@ from typing import Any
 
 from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS, sha256_bytes
+from trueup.redact import unseal
 from trueup.sources import source_path
 
 
@@ -38,7 +39,7 @@ def resolve_source(fields: dict[str, Any], base_dir: Path, fs: ReadOnlyFS) -> di
 def declared_bytes(spec: dict[str, Any] | Any, fs: ReadOnlyFS) -> bytes:
     """The planned bytes; refuses a source edited after the plan was computed."""
     if spec.get("content") is not None:
-        return str(spec["content"]).encode("utf-8")
+        return str(unseal(spec["content"])).encode("utf-8")
     return fs.read_expected(spec["source"], spec["digest"])
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from trueup.canonical import sha256_hex
 from trueup.declare.plain import checked, is_optional_bool, is_optional_str
+from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS
 from trueup.kinds.base import (
     BY_HAND,
@@ -37,6 +38,8 @@ from trueup.model import (
     Observed,
     Resource,
 )
+from trueup.redact import seal
+from trueup.sealing import is_reference, resolve_reference
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -52,7 +55,11 @@ def file_fields() -> type[BaseModel]:
     class FileFields(BaseModel):
         model_config = ConfigDict(extra="forbid", strict=True)
 
-        content: str | None = None
+        content: str | dict[str, str] | None = Field(
+            default=None,
+            description='the text, or a reference to it: { env = "NAME" } or '
+            '{ credential = "keyring:SERVICE/NAME" } (secret)',
+        )
         source: str | None = None
         # No file system makes a link to nothing: refused here, not by a failed apply.
         link: str | None = Field(default=None, min_length=1)
@@ -62,6 +69,20 @@ def file_fields() -> type[BaseModel]:
             description="absent: not executable, except under append-local, where the "
             "file's own mode is left as it is",
         )
+        secret: bool | None = Field(
+            default=None,
+            description="the content is secret: never shown or stored, the file made 0600",
+        )
+
+        @field_validator("content")
+        @classmethod
+        def _reference(cls, content: str | dict[str, str] | None) -> Any:
+            if isinstance(content, dict) and not is_reference(content):
+                raise ValueError(
+                    'a table here is a reference: { env = "NAME" } or '
+                    '{ credential = "keyring:SERVICE/NAME" }'
+                )
+            return content
 
         @field_validator("link")
         @classmethod
@@ -92,6 +113,7 @@ _PLAIN = {
     "source": (is_optional_str, None),
     "link": (_is_plain_link, None),
     "executable": (is_optional_bool, None),
+    "secret": (is_optional_bool, None),
 }
 
 
@@ -169,10 +191,26 @@ class FileKind(Kind):
             return None
         return {k: v for k, v in found.items() if v is not None}
 
+    def secret_literal(self, fields: Mapping[str, Any]) -> bool:
+        return bool(fields.get("secret")) and isinstance(fields.get("content"), str)
+
     def resolve(
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
     ) -> dict[str, Any]:
+        secret = bool(fields.pop("secret", False)) or is_reference(fields.get("content"))
+        if is_reference(fields.get("content")):
+            try:
+                fields["content"] = resolve_reference(fields["content"])
+            except UsageError as exc:
+                raise UsageError(f"field 'content': {exc.message}", hint=exc.hint) from None
         spec = resolve_source(fields, base_dir, fs)
+        if secret:
+            if spec.get("link") is not None:
+                raise ValueError("field 'secret': a symlink holds no content to keep secret")
+            # Plans, records and output hold its digest; apply opens it (declared_bytes).
+            spec["secret"] = True
+            if spec.get("content") is not None:
+                spec["content"] = seal(spec["content"])
         if policy != "append-local":
             # The whole file is trueup's, its mode too: undeclared means not executable.
             # append-local owns only its section, so there the mode stays the follower's.
@@ -365,6 +403,10 @@ class FileKind(Kind):
         executable = spec.get("executable")
         # An undeclared mode (append-local) is the follower's: kept bit for bit.
         mode = _mode_now(ctx, path) if executable is None else None
+        if spec.get("secret") and mode is None:
+            # A secret is readable by the file's owner only (a person's append-local
+            # file keeps its own mode).
+            mode = 0o700 if executable else 0o600
         if resource.policy != "append-local" and spec.get("source") is not None:
             ctx.fs.copy(path, spec["source"], spec["digest"], bool(executable), mode, exclusive)
             return
@@ -396,6 +438,9 @@ class FileKind(Kind):
         return evidence
 
     def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
+        if resource.spec.get("secret"):
+            digest = resource.spec.get("section_digest") or resource.spec.get("digest") or ""
+            return f"{resource.target}: secret content (sha256 {digest[:12]}), not shown\n"
         path = ctx.path(resource.target)
         entry = ctx.fs.entry(path)
         old = ctx.fs.read_bytes(path) if entry is not None and entry.state == "file" else None
