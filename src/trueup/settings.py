@@ -9,6 +9,7 @@ from pathlib import Path
 
 from trueup.errors import UsageError, os_problem
 from trueup.fsops import DEFAULT_MAX_FILE_BYTES
+from trueup.private import make_folders
 
 # Actions per durability barrier (one file-system sync, two journal commits).
 # Barriers cost a near-constant time each, so a 10,000-file apply pays for 5
@@ -50,7 +51,7 @@ class Settings:
         if not self.embedded_state:
             return
         try:
-            self.data.mkdir(parents=True, exist_ok=True)
+            make_folders(self.data)  # 0700: only its owner reads the state and rollback copies
         except OSError as exc:
             problem = (
                 "is not a folder" if self.data.exists() else f"cannot be created: {os_problem(exc)}"

@@ -29,6 +29,7 @@ from trueup.kinds.base import Kind
 from trueup.model import Resource
 from trueup.paths import TargetError, find_overlaps, normalise_target
 from trueup.plan.planner import topological_order
+from trueup.private import make_folders, write_file
 from trueup.sources import SourceBounds, document_sources, source_path
 
 if TYPE_CHECKING:
@@ -340,9 +341,9 @@ def _write_cache(cache: Path | None, st: os.stat_result, validated: dict[str, An
         "validated": validated,
     }
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(cache.parent)
         tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
-        tmp.write_bytes(storage_json(document))
+        write_file(tmp, storage_json(document))  # 0600: it holds the profile's every value
         os.replace(tmp, cache)
     except OSError:
         pass

@@ -33,6 +33,7 @@ from trueup.fs import (
     sha256_bytes,
 )
 from trueup.fsops import sync_paths
+from trueup.private import copy_mode, make_folders, write_file
 
 
 @fast_init
@@ -77,7 +78,7 @@ class RollbackStore:
         An item's journal reference is ``<manifest>#<seq>`` (see ``load``).
         """
         blobs = self.base / "blobs"
-        blobs.mkdir(parents=True, exist_ok=True)
+        make_folders(blobs)
         written: list[str] = []
         manifest: dict[str, Any] = {}
         exists: dict[str, bool] = {}  # folder -> is it there; shared by the batch
@@ -100,7 +101,7 @@ class RollbackStore:
                 manifest[str(item.seq)]["folder_modes"] = _folder_modes(item.paths, self.root)
         name = f"batch-{items[0].seq}.json" if items else "batch-empty.json"
         target = self.base / name
-        target.write_bytes(storage_json(manifest))
+        write_file(target, storage_json(manifest))
         # The blobs folder needs its own flush only when it gained a blob.
         sync_paths(
             [*written, str(target)], [str(blobs), str(self.base)] if written else [str(self.base)]
@@ -121,9 +122,17 @@ class RollbackStore:
         data = fs.read_bytes(path, st)
         blob = sha256_bytes(data)
         blob_path = blobs / blob
-        if not blob_path.exists():
-            blob_path.write_bytes(data)
+        # A copy of somebody's file is no more readable than the file (and never by
+        # others): 0644 is kept 0600, 0400 as 0400.
+        mode = copy_mode(st.st_mode)
+        try:
+            kept = os.stat(blob_path).st_mode
+        except FileNotFoundError:
+            write_file(blob_path, data, mode)
             written.append(str(blob_path))
+        else:  # the same bytes from another file: the narrower of the two modes
+            if stat.S_IMODE(kept) & ~mode:
+                os.chmod(blob_path, stat.S_IMODE(kept) & mode)
         return {"path": path, "state": "file", "blob": blob, "mode": stat.S_IMODE(st.st_mode)}
 
     def _missing_dirs(
@@ -224,7 +233,7 @@ class RollbackStore:
         changed by somebody after the run stopped: it is left alone.
         """
         target = self.base / _written_name(manifest)
-        target.write_bytes(storage_json(outcomes))
+        write_file(target, storage_json(outcomes))
         sync_paths([str(target)], [str(self.base)])
 
     def restore(self, ref: str, fs: WritableFS) -> tuple[dict[str, Any] | None, list[str]]:

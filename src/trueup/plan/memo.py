@@ -35,6 +35,7 @@ from trueup import __version__
 from trueup.canonical import sha256_hex
 from trueup.fs import Witness, racy, witness_of
 from trueup.model import Plan
+from trueup.private import make_folders, write_file
 
 FORMAT = (
     f"trueup-plan-memo/{__version__}/2/marshal-{marshal.version}/"
@@ -131,9 +132,9 @@ class PlanMemo:
             "witnesses": witnesses,
         }
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_folders(self.path.parent)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-            tmp.write_bytes(marshal.dumps(document))
+            write_file(tmp, marshal.dumps(document))  # 0600: a plan shows what files hold
             os.replace(tmp, self.path)
         except (OSError, ValueError):  # ValueError: a value marshal cannot store
             self.forget()

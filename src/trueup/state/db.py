@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from trueup.errors import ExitCode, TrueupError, UsageError
+from trueup.private import private_store_file
 from trueup.redact import PLACEHOLDER, redact_url, register_url
 
 Row = tuple[Any, ...]
@@ -74,6 +75,7 @@ def _open_sqlite(path: Path) -> sqlite3.Connection:
             f"the state store's folder {path.parent} does not exist{relative}",
             hint=f"check --state / TRUEUP_STATE, or create it: mkdir -p {path.parent}",
         )
+    private_store_file(path)  # only its owner reads what trueup applied, journaled, audited
     try:
         connection = sqlite3.connect(path, isolation_level=None, timeout=60)
         # Only a new store takes it (an existing one keeps its size): a first apply

@@ -142,6 +142,10 @@ def _sqlite_migration_lock(url: str) -> Iterator[None]:
         return
     import fcntl
 
+    from trueup.private import private_store_file
+
+    # 0600 like the store beside it (private.py), whatever the umask.
+    private_store_file(f"{path}.migrate-lock")
     with open(f"{path}.migrate-lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         yield
