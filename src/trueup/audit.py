@@ -24,7 +24,7 @@ from typing import Any
 
 from trueup.authz import Actor
 from trueup.canonical import canonical_json, sha256_hex
-from trueup.model import Target
+from trueup.model import Plan, Target
 from trueup.redact import redact_message
 from trueup.state.store import Store, now
 
@@ -161,6 +161,29 @@ def record(
             },
         )
     return entry
+
+
+def outline(plan: Plan) -> dict[str, Any]:
+    """A plan as an audit row's "after" value: what it does to which resource, by name
+    and digest, never a value.
+
+    The log is append-only, so whatever enters it can never be purged: a
+    declared value (an app's variable, say) stays out; its step's payload is
+    there by digest, which the saved plan it came from can be checked against.
+    """
+    return {
+        "digest": plan.digest,
+        "actions": [
+            {
+                "resource": a.resource_id,
+                "kind": a.kind,
+                "type": a.type.value,
+                "fields": sorted(str(f) for f in a.payload.get("fields", ())),
+                "payload": sha256_hex(canonical_json(dict(a.payload))),
+            }
+            for a in plan.actions
+        ],
+    }
 
 
 def _like(glob: str) -> str:

@@ -159,7 +159,7 @@ def test_tokens_come_from_the_environment_and_are_redacted(name: str) -> None:
 
     token = f"{name}-token-from-env-123"
     point = endpoint(
-        name, {f"TRUEUP_{name.upper()}_TOKEN": token, f"TRUEUP_{name.upper()}_URL": "http://x"}
+        name, {f"TRUEUP_{name.upper()}_TOKEN": token, f"TRUEUP_{name.upper()}_URL": "https://x"}
     )
     assert point.token == token and redact(token) == PLACEHOLDER
     assert token not in repr(point)

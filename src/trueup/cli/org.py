@@ -24,13 +24,21 @@ org_app: typer.Typer = typer.Typer(
 )
 
 FileArg = Annotated[Path, typer.Argument(help="Org file (TOML, JSON or YAML).")]
+InsecureHttpOpt = Annotated[
+    bool,
+    typer.Option(
+        "--insecure-http",
+        help="Allow plain http:// provider URLs beyond this host (tokens and secret "
+        "values then cross the network unencrypted).",
+    ),
+]
 
 
-def _org_engine(state: str | None) -> Any:
+def _org_engine(state: str | None, insecure_http: bool = False) -> Any:
     from trueup.org.engine import OrgEngine
 
     base = _engine(state)
-    return OrgEngine(base.settings, base)
+    return OrgEngine(base.settings, base, insecure_http=insecure_http)
 
 
 def _plan_json(prepared: Any, plan: Any) -> dict[str, Any]:
@@ -53,6 +61,7 @@ def org_plan(
     ] = None,
     overwrite: OverwriteOpt = None,
     show_unchanged: Annotated[bool, typer.Option(help="List unchanged resources too.")] = False,
+    insecure_http: InsecureHttpOpt = False,
     state: StateOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -63,7 +72,7 @@ def org_plan(
         from trueup.cli.org_render import render_org_plan
         from trueup.model import outcome_of, plan_status
 
-        engine = _org_engine(state)
+        engine = _org_engine(state, insecure_http)
         try:
             prepared = engine.plan(file, overwrite or ())
             plan = prepared.plan
@@ -103,6 +112,7 @@ def org_apply(
         bool, typer.Option("--no-input", help="Never prompt (for CI); implies --yes.")
     ] = False,
     overwrite: OverwriteOpt = None,
+    insecure_http: InsecureHttpOpt = False,
     state: StateOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -114,7 +124,7 @@ def org_apply(
         from trueup.engine import is_saved_plan
         from trueup.execute.gates import needs_confirmation
 
-        engine = _org_engine(state)
+        engine = _org_engine(state, insecure_http)
         try:
             if is_saved_plan(file):
                 expected = engine.base.load_saved_plan(file)
@@ -171,6 +181,7 @@ def org_status(
         Optional[Path],  # noqa: UP045
         typer.Argument(help="Check this org live (otherwise: what the state store recorded)."),
     ] = None,
+    insecure_http: InsecureHttpOpt = False,
     state: StateOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -180,7 +191,7 @@ def org_status(
     def body() -> int:
         from trueup.cli.org_render import show_live_status, show_recorded_status
 
-        engine = _org_engine(state)
+        engine = _org_engine(state, insecure_http)
         try:
             if file is not None:
                 return show_live_status(out, engine, file)

@@ -31,12 +31,14 @@ from trueup.canonical import digest, sha256_hex
 from trueup.declare.files import declaration_bytes, read_document
 from trueup.errors import UsageError
 from trueup.model import Resource
-from trueup.org.declared import App, Chat, Mail, OrgFile, Project, describe_error
+from trueup.org.declared import App, Chat, EnvValue, Mail, OrgFile, Project, describe_error
 from trueup.redact import SEALED, looks_secret, seal
+from trueup.sealing import resolve_reference
 
 POLICY = "replace-if-unmodified"
-# 2: secret-named env sealed; 3: the digest is of the resources, whatever their order
-CACHE_FORMAT = f"trueup-org-cache/{__version__}/3"
+# 2: secret-named env sealed; 3: the digest is of the resources, whatever their order;
+# 4: every env value sealed unless declared public
+CACHE_FORMAT = f"trueup-org-cache/{__version__}/4"
 
 
 @dataclass(frozen=True)
@@ -412,7 +414,7 @@ def _apps(build: _Builder, model: OrgFile) -> str | None:
             rid,
             "coolify.application",
             target,
-            _app_spec(app),
+            _app_spec(app, build.fail(section, "").message),
             [f"apps.environment:{app.environment}"],
         )
     chat = model.chat
@@ -432,15 +434,15 @@ def _apps(build: _Builder, model: OrgFile) -> str | None:
     return project
 
 
-def _app_spec(app: App | Chat) -> dict[str, Any]:
+def _app_spec(app: App | Chat, where: str) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "name": app.name,
         "environment": app.environment,
         "ports": str(app.port),
         "domains": list(app.domains),
-        # A secret-named variable's value is sealed: plans, output and the state
-        # store see its digest; only the call that sets it sends the value.
-        "env": {k: seal(v) if looks_secret(k) else v for k, v in app.env.items()},
+        # Every value is sealed unless declared public: plans, output, the audit log
+        # and the state store see its digest; only the call that sets it sends it.
+        "env": {k: _env_value(app, k, v, where) for k, v in app.env.items()},
     }
     if app.image is not None:
         image, tag = split_image(app.image)
@@ -456,6 +458,21 @@ def _app_spec(app: App | Chat) -> dict[str, Any]:
     if isinstance(app, Chat):
         spec["reserved"] = [app.signing_key_env]
     return spec
+
+
+def _env_value(app: App | Chat, name: str, value: str | EnvValue, where: str) -> str:
+    """A variable's value as resources hold it: sealed, unless declared public."""
+    if isinstance(value, str):
+        public = name in app.public_env and not looks_secret(name)
+        return value if public else seal(value)
+    if value.value is not None:
+        public = (not value.secret or name in app.public_env) and not looks_secret(name)
+        return value.value if public else seal(value.value)
+    reference = {"env": value.env} if value.env is not None else {"credential": value.credential}
+    try:
+        return seal(resolve_reference(reference))  # type: ignore[arg-type]
+    except UsageError as exc:
+        raise UsageError(f"{where}field 'env': {name}: {exc.message}", hint=exc.hint) from None
 
 
 def split_image(image: str) -> tuple[str, str]:

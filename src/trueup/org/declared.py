@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from trueup.redact import looks_secret
+
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 DOMAIN_PATTERN = r"^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]*[a-z0-9]$"
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -191,23 +193,64 @@ class GitSource(Strict):
     build_pack: Literal["nixpacks", "static", "dockerfile", "dockercompose"] = "nixpacks"
 
 
+class EnvValue(Strict):
+    """One variable spelt as a table: a value marked secret or public, or a reference."""
+
+    value: str | None = None
+    env: str | None = Field(default=None, description="read from this environment variable")
+    credential: str | None = Field(
+        default=None, description='read from the OS keyring: "keyring:SERVICE/NAME"'
+    )
+    secret: bool = Field(
+        default=True, description="false: the value is shown in plans and stored as it is"
+    )
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> EnvValue:
+        given = [n for n in ("value", "env", "credential") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("declare exactly one of value, env or credential")
+        if not self.secret and self.value is None:
+            raise ValueError("a value read from env or credential is always secret")
+        return self
+
+
 class AppFields(Strict):
     environment: str = "production"
     image: str | None = Field(default=None, description="Docker image, e.g. ghcr.io/acme/web:1.2")
     git: GitSource | None = None
     port: int = Field(default=80, ge=1, le=65535)
     domains: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str | EnvValue] = Field(
+        default_factory=dict,
+        description="Sealed (never shown or stored, only its digest) unless named in "
+        "public_env or spelt { value = ..., secret = false }.",
+    )
+    public_env: list[str] = Field(
+        default_factory=list, description="Variables whose values are not secret."
+    )
 
     _check_domains = field_validator("domains")(_urls)
 
     @field_validator("env")
     @classmethod
-    def _env_keys(cls, value: dict[str, str]) -> dict[str, str]:
+    def _env_keys(cls, value: dict[str, str | EnvValue]) -> dict[str, str | EnvValue]:
         bad = [k for k in value if not ENV_KEY.match(k)]
         if bad:
             raise ValueError(f"not an environment variable name: {bad[0]!r}")
         return value
+
+    @model_validator(mode="after")
+    def _public(self) -> AppFields:
+        for name in self.public_env:
+            value = self.env.get(name)
+            if value is None:
+                raise ValueError(f"public_env: {name!r} is not a variable in env")
+            if looks_secret(name):
+                raise ValueError(f"public_env: {name!r} is named like a secret; keep it sealed")
+            if isinstance(value, EnvValue) and value.value is None:
+                raise ValueError(f"public_env: {name!r} is read from a secret reference")
+        return self
 
     @model_validator(mode="after")
     def _one_source(self) -> AppFields:

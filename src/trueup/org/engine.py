@@ -91,11 +91,14 @@ class OrgEngine:
         base: Engine | None = None,
         env: Mapping[str, str] | None = None,
         policy: RetryPolicy | None = None,
+        insecure_http: bool = False,
     ) -> None:
         self.settings = settings
         self.base = base or Engine(settings)
         self.env = env
         self.policy = policy
+        #: Plain http:// to a provider that is not on this host is allowed.
+        self.insecure_http = insecure_http
         self._opened: list[OrgServices] = []
 
     @property
@@ -139,7 +142,9 @@ class OrgEngine:
     ) -> OrgPrepared:
         applied = self.store.applied(target.key)
         check_overwrite(force, (r.id for r in org.resources), applied, org.path)
-        services = connect(org, applied, self.settings.data, self.env, self.policy)
+        services = connect(
+            org, applied, self.settings.data, self.env, self.policy, self.insecure_http
+        )
         self._opened.append(services)
         ctx = ObserveContext(
             root=self.settings.data, fs=ReadOnlyFS(), services=services.mapping(applied)
@@ -435,7 +440,7 @@ class OrgEngine:
             run_id=result.run_id if result else None,
             detail={
                 "outcome": outcome.value if result else "nothing to change",
-                "after": plan.body(),
+                "after": audit.outline(plan),
             },
         )
 

@@ -99,9 +99,10 @@ def open_services(
     data_dir: Path,
     env: Mapping[str, str] | None = None,
     policy: RetryPolicy | None = None,
+    insecure_http: bool = False,
 ) -> OrgServices:
     """Connect to each provider the org uses and read its scope (concurrently)."""
-    services = connect(org, applied, data_dir, env, policy)
+    services = connect(org, applied, data_dir, env, policy, insecure_http)
     services.load()
     return services
 
@@ -112,6 +113,7 @@ def connect(
     data_dir: Path,
     env: Mapping[str, str] | None = None,
     policy: RetryPolicy | None = None,
+    insecure_http: bool = False,
 ) -> OrgServices:
     """A session per provider the org uses (declared now, or applied before); no reads yet."""
     kinds_used = {r.kind for r in org.resources} | {a.resource.kind for a in applied.values()}
@@ -119,7 +121,7 @@ def connect(
     services = OrgServices()
     loaders = services.loaders
     for provider in providers:
-        point = endpoint(provider, env)
+        point = endpoint(provider, env, insecure_http)
         if provider == "cloudflare":
             from trueup.providers.cloudflare import client as cf
             from trueup.providers.cloudflare.session import CloudflareSession

@@ -6,12 +6,14 @@ log line or JSON document can carry it afterwards; it is never stored.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from trueup.errors import UsageError
-from trueup.redact import register_secret, register_url
+from trueup.redact import redact_url, register_secret, register_url
 
 KEYRING_SERVICE = "trueup"
 
@@ -35,8 +37,15 @@ class Endpoint:
     account: str | None = None
 
 
-def endpoint(provider: str, env: Mapping[str, str] | None = None) -> Endpoint:
-    """Read ``TRUEUP_<PROVIDER>_{TOKEN,URL}`` (and the Cloudflare account id)."""
+def endpoint(
+    provider: str, env: Mapping[str, str] | None = None, insecure_http: bool = False
+) -> Endpoint:
+    """Read ``TRUEUP_<PROVIDER>_{TOKEN,URL}`` (and the Cloudflare account id).
+
+    A plain ``http://`` URL would send the token and every secret value in the
+    clear: refused unless it is loopback or the operator says so
+    (``--insecure-http``, or ``TRUEUP_INSECURE_HTTP=1`` for any command).
+    """
     env = os.environ if env is None else env
     upper = provider.upper()
     token = env.get(f"TRUEUP_{upper}_TOKEN") or _keyring_token(provider)
@@ -50,6 +59,9 @@ def endpoint(provider: str, env: Mapping[str, str] | None = None) -> Endpoint:
     if not url:
         raise UsageError(f"no {provider} URL: set TRUEUP_{upper}_URL to your instance's address")
     register_url(url)
+    insecure_http = insecure_http or env.get("TRUEUP_INSECURE_HTTP", "") in ("1", "true")
+    if not insecure_http:
+        refuse_plain_http(url, f"TRUEUP_{upper}_URL")
     url = url.rstrip("/")
     prefix = PREFIXES[provider]
     if prefix and not url.endswith(prefix):
@@ -58,6 +70,32 @@ def endpoint(provider: str, env: Mapping[str, str] | None = None) -> Endpoint:
     if provider == "cloudflare":
         account = env.get("TRUEUP_CLOUDFLARE_ACCOUNT") or env.get("TRUEUP_CLOUDFLARE_ACCOUNT_ID")
     return Endpoint(provider, url, token, account or None)
+
+
+def refuse_plain_http(url: str, where: str) -> None:
+    """Refuse an ``http://`` URL to anything but this host (``UsageError``, exit 2)."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return  # not a URL: the client says so when it is used
+    if parts.scheme.lower() != "http" or _loopback(host):
+        return
+    raise UsageError(
+        f"{where} is {redact_url(url)}: plain http:// would send the token and secret "
+        "values unencrypted",
+        hint="use https://, or pass --insecure-http (TRUEUP_INSECURE_HTTP=1) "
+        "if that network is trusted",
+    )
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _keyring_token(provider: str) -> str | None:

@@ -18,7 +18,7 @@ from trueup.kinds.base import Decision, ObserveContext
 from trueup.model import ActionType, Applied, Observed, Resource
 from trueup.providers.coolify.session import CoolifySession
 from trueup.providers.remote import RemoteKind, applied_record, recorded_id
-from trueup.redact import looks_secret, seal
+from trueup.redact import SEALED, looks_secret, seal
 
 JSON = dict[str, Any]
 SOURCE_FIELDS = {
@@ -91,6 +91,7 @@ class ApplicationKind(RemoteKind):
     def view(self, raw: JSON, resource: Resource, applied: Applied | None) -> JSON:
         source = "dockerimage" if raw.get("build_pack") == "dockerimage" else "public"
         keys = managed_keys(resource, applied)
+        public = public_keys(resource, applied)
         view: JSON = {
             "name": raw.get("name"),
             "environment": raw.get("_environment"),
@@ -98,7 +99,7 @@ class ApplicationKind(RemoteKind):
             "ports": str(raw.get("ports_exposes") or ""),
             "domains": _domains(raw.get("fqdn")),
             "env": {
-                str(e["key"]): _shown(str(e["key"]), e.get("value"))
+                str(e["key"]): _shown(str(e["key"]), e.get("value"), public)
                 for e in sorted(raw.get("_envs", []), key=lambda e: str(e["key"]))
                 if e.get("key") in keys and not e.get("is_preview")
             },
@@ -255,6 +256,16 @@ def _fixed_change(live: Mapping[str, Any], want: Mapping[str, Any]) -> str | Non
     return next((f for f in ("environment", "source") if live.get(f) != want[f]), None)
 
 
-def _shown(key: str, value: Any) -> Any:
-    """A live value as the declaration spells it: sealed when its name says secret."""
-    return seal(value) if looks_secret(key) and isinstance(value, str) else value
+def public_keys(resource: Resource, applied: Applied | None) -> set[str]:
+    """Variables declared public (their values are not sealed): as declared now, else
+    as declared when last applied (a dropped variable)."""
+    declared: Mapping[str, Any] = resource.spec.get("env", {})
+    before: Mapping[str, Any] = applied.resource.spec.get("env", {}) if applied else {}
+    spelt = {**before, **declared}
+    return {k for k, v in spelt.items() if not str(v).startswith(SEALED)}
+
+
+def _shown(key: str, value: Any, public: set[str]) -> Any:
+    """A live value as the declaration spells it: sealed unless declared public."""
+    secret = key not in public or looks_secret(key)
+    return seal(value) if secret and isinstance(value, str) else value
