@@ -227,8 +227,9 @@ class Engine:
             applied,
             frozenset(force),
         )
-        self.store.save_stat_cache(cache)
-        self.store.replace_drift(target.key, drift_items(plan))
+        with self.store.if_writable():
+            self.store.save_stat_cache(cache)
+            self.store.replace_drift(target.key, drift_items(plan))
         summary = {"id": profile.id, "name": profile.name, "digest": profile.digest}
         memo.keep(plan, summary, history, started_ns, witnesses)
         return Prepared(profile, target, root, resources, applied, observed, plan, fs, history)
@@ -244,14 +245,15 @@ class Engine:
     def plan(self, path: Path, root: Path, force: Iterable[str] = ()) -> Prepared:
         """A plan for a person to review; computing it is audited."""
         prepared = self.prepare(path, root, force)
-        audit.record(
-            self.store,
-            "plan.computed",
-            "success",
-            self.actor,
-            prepared.target,
-            plan_digest=prepared.plan.digest,
-        )
+        with self.store.if_writable():
+            audit.record(
+                self.store,
+                "plan.computed",
+                "success",
+                self.actor,
+                prepared.target,
+                plan_digest=prepared.plan.digest,
+            )
         return prepared
 
     def check_fresh(self, expected: Plan, prepared: Prepared) -> None:

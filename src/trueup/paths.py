@@ -21,6 +21,9 @@ class TargetError(ValueError):
 
 
 _NAME_MAX = 255  # bytes in one file name, on every common file system
+#: Names in one target: far more than any setup needs, and few enough that a walk
+#: of its folders, one by one from the root, never runs out of stack.
+MAX_TARGET_DEPTH = 128
 
 
 def normalise_target(raw: str) -> str:
@@ -42,6 +45,11 @@ def normalise_target(raw: str) -> str:
         raise TargetError(f"target {raw!r} names the root itself")
     if ".." in parts:
         raise TargetError(f"target {raw!r} contains '..'")
+    if len(parts) > MAX_TARGET_DEPTH:
+        shown = raw if len(raw) <= 80 else f"{raw[:40]}…{raw[-30:]}"
+        raise TargetError(
+            f"target {shown!r} is {len(parts)} names deep; at most {MAX_TARGET_DEPTH} are allowed"
+        )
     if plain and len(text) <= _NAME_MAX:
         return "/".join(parts)  # no name in it can be too long
     for part in parts:

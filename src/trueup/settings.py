@@ -57,8 +57,9 @@ class Settings:
                 "is not a folder" if self.data.exists() else f"cannot be created: {os_problem(exc)}"
             )
             raise UsageError(
-                f"the data folder {self.data} {problem}",
-                hint="point TRUEUP_DATA at a folder trueup may create and write to",
+                f"the data folder {self.data} {problem}, so the state store in it cannot be used",
+                hint="point TRUEUP_DATA at a folder trueup may create and write to "
+                "(or --state / TRUEUP_STATE at a store elsewhere)",
             ) from None
 
     @classmethod

@@ -734,7 +734,7 @@ def test_a_broken_state_file_is_named_not_called_a_bug(world: World) -> None:
     broken = world.base / "broken.db"
     broken.write_text("garbage, not SQLite\n" * 100)
     result = world.run("status", "--state", f"sqlite:///{broken}")
-    assert result.code == 2, result.err
+    assert result.code == 6, result.err  # a store that cannot be used (README, exit codes)
     assert f"the state store {broken} cannot be used" in result.err
     assert "internal error" not in result.err
 

@@ -186,6 +186,12 @@ def plan(
             if blocked is not None:  # a plan is no run, but it cannot be applied yet
                 why = f"{blocked.message}; {blocked.hint or ''}"
                 out.print(f"[yellow]note:[/] {escape(why)}")
+            if engine.store.read_only:
+                out.print(
+                    "[yellow]note:[/] the state store is read-only: this plan was not recorded "
+                    "(stat cache, drift for status, audit), and apply cannot run until it "
+                    "is writable"
+                )
             if out_file is not None:
                 from trueup.execute.gates import needs_confirmation
 

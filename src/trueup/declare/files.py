@@ -12,6 +12,9 @@ from trueup.errors import UsageError
 
 #: Far more than 10,000 resources take (about 1.5 MB as JSON).
 MAX_DECLARATION_BYTES = 64 * 1024 * 1024
+#: Levels of tables and lists in a declaration: a config key's value nested some
+#: dozens deep still fits, and every recursive walk of it stays far from the stack's end.
+MAX_NESTING = 100
 
 
 def declaration_bytes(path: Path) -> bytes:
@@ -38,6 +41,7 @@ def read_document(path: Path) -> dict[str, Any]:
     """TOML is the documented format; JSON and YAML carry the same model."""
     raw = declaration_bytes(path)
     suffix = path.suffix.lower()
+    tried = {".json": "JSON", ".yaml": "YAML", ".yml": "YAML"}.get(suffix, "TOML")
     too_many = None
     try:
         if suffix == ".json":
@@ -52,12 +56,15 @@ def read_document(path: Path) -> dict[str, Any]:
         else:  # an editor's byte-order mark is no statement (tomllib refuses it)
             data = tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))
     except (ValueError, UnicodeDecodeError) as exc:
-        tried = {".json": "JSON", ".yaml": "YAML", ".yml": "YAML"}.get(suffix, "TOML")
         raise UsageError(f"{path}: not valid {tried}: {exc}") from None
+    except RecursionError:  # brackets or tables nested past what a parser can follow
+        raise _too_deep(path, tried) from None
     except Exception as exc:  # ruamel's errors share no useful base class
-        raise UsageError(f"{path}: not valid YAML: {_one_line(exc)}") from None
+        raise UsageError(f"{path}: not valid {tried}: {_one_line(exc)}") from None
     if too_many:
         raise UsageError(f"{path}: {too_many}")
+    if _deeper_than(data, MAX_NESTING):
+        raise _too_deep(path, tried)
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the top level must be a table/object")
     if b"\\ud" in raw.lower():  # JSON and YAML escapes can spell half a surrogate pair
@@ -70,6 +77,33 @@ def read_document(path: Path) -> dict[str, Any]:
                 hint="write the character itself, or its full pair of escapes",
             ) from None
     return data
+
+
+def _too_deep(path: Path, tried: str) -> UsageError:
+    return UsageError(
+        f"{path}: not valid {tried} for trueup: values are nested more than "
+        f"{MAX_NESTING} levels deep",
+        hint="no declaration needs that many; flatten the nested tables or lists",
+    )
+
+
+def _deeper_than(data: Any, limit: int) -> bool:
+    """Whether tables and lists nest more than ``limit`` levels (counted without recursion).
+
+    Everything after loading (validation, canonical JSON, digests) walks values
+    recursively: a document nested a few hundred levels deep would end it in a
+    RecursionError instead of an error naming the file.
+    """
+    level: list[tuple[Any, int]] = [(data, 1)]
+    while level:
+        value, depth = level.pop()
+        if depth > limit:
+            return True
+        if isinstance(value, dict):
+            level.extend((child, depth + 1) for child in value.values())
+        elif isinstance(value, list):
+            level.extend((child, depth + 1) for child in value)
+    return False
 
 
 class _Repeated(dict[str, Any]):

@@ -8,6 +8,7 @@ schema still has exactly one definition (the migrations).
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,9 +30,9 @@ _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
 PRIMARY_KEY = "primary key"
-#: SQLite's result codes for a store that cannot be used right now: held locked by
-#: another process for longer than the busy timeout, or a failing disk.
-_SQLITE_UNAVAILABLE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR")
+#: How long a SQLite store locked by another process is waited for, in seconds
+#: (``TRUEUP_STATE_TIMEOUT``): a timer or CI job may rather give up sooner.
+DEFAULT_BUSY_SECONDS = 60.0
 
 
 class StoreUnavailable(TrueupError):
@@ -46,6 +47,83 @@ class StoreUnavailable(TrueupError):
     exit_code = ExitCode.TRANSPORT
 
 
+class StoreReadOnly(StoreUnavailable):
+    """The store can be read but not written (its file, or its folder, is read-only).
+
+    A plan needs nothing written (the stat cache and the drift summary only
+    save time and answer ``status``), so it goes on without them; anything that
+    must journal or record stops here, with nothing changed yet.
+    """
+
+
+def sqlite_trouble(exc: BaseException, where: str) -> StoreUnavailable | None:
+    """A SQLite store that cannot be used, in words, by the driver's result code.
+
+    ``None`` for anything else (a constraint, a bug in a query): those stay
+    what they are. Each names the store and what a person can do about it.
+    """
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    reason = str(exc)
+    prefix = f"the state store {where} cannot be used"
+    if code.startswith("SQLITE_READONLY"):
+        return StoreReadOnly(
+            f"{prefix}: it is read-only ({reason})",
+            hint="let this user write the file, its folder and its -wal and -shm files, or "
+            "point --state / TRUEUP_STATE at a store it may write; trueup plan works meanwhile",
+        )
+    if code.startswith("SQLITE_CANTOPEN"):
+        return StoreUnavailable(
+            f"{prefix}: the file cannot be opened ({reason})",
+            hint="check that this user may read and write the file and its folder, or point "
+            "--state / TRUEUP_STATE at another store",
+        )
+    if code.startswith("SQLITE_FULL"):
+        return StoreUnavailable(
+            f"{prefix}: it is full, no room is left on its disk ({reason})",
+            hint="free some space where the store lives, then run the command again",
+        )
+    if code.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return StoreUnavailable(
+            f"{prefix}: another process holds it locked, for longer than trueup waits "
+            f"({busy_seconds():g} s; TRUEUP_STATE_TIMEOUT) ({reason})",
+            hint="let the other process (another trueup, or a program with the database "
+            "open) finish, then run the command again",
+        )
+    if code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return StoreUnavailable(
+            f"{prefix}: it is damaged, or not a SQLite database ({reason})",
+            hint="restore it from a backup, or move it aside to start an empty store (trueup "
+            "then has no record of what it applied, and asks before replacing those files)",
+        )
+    if code.startswith("SQLITE_IOERR"):
+        # A file grown past its limit (a quota, ulimit -f) is an I/O error to SQLite too.
+        return StoreUnavailable(
+            f"{prefix}: its disk failed to read or write, or the file may not grow ({reason})",
+            hint="check the disk the store lives on (free space, quota, errors), then run the "
+            "command again",
+        )
+    return None
+
+
+def busy_seconds() -> float:
+    """``TRUEUP_STATE_TIMEOUT``, or a minute: how long another process's lock is waited for."""
+    text = os.environ.get("TRUEUP_STATE_TIMEOUT")
+    if not text:
+        return DEFAULT_BUSY_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86400:
+        raise UsageError(
+            f"TRUEUP_STATE_TIMEOUT={text!r} is not a number of seconds from 0 to 86400",
+            hint="unset TRUEUP_STATE_TIMEOUT (trueup then waits a minute)",
+        )
+    return value
+
+
 class UniqueViolation(Exception):
     """An INSERT hit a unique constraint; ``constraint`` names it when known.
 
@@ -58,6 +136,10 @@ class UniqueViolation(Exception):
         super().__init__(constraint or "unique constraint")
         self.constraint = constraint
 
+
+#: PostgreSQL's SQLSTATEs for a store trueup may read but not write: a read-only
+#: transaction (a hot standby, default_transaction_read_only) or a role without the grant.
+_PG_READ_ONLY = ("25006", "42501")
 
 #: Bytes per page of a new SQLite store.
 PAGE_SIZE = 16384
@@ -76,23 +158,51 @@ def _open_sqlite(path: Path) -> sqlite3.Connection:
             hint=f"check --state / TRUEUP_STATE, or create it: mkdir -p {path.parent}",
         )
     private_store_file(path)  # only its owner reads what trueup applied, journaled, audited
+    waited = busy_seconds()
     try:
-        connection = sqlite3.connect(path, isolation_level=None, timeout=60)
+        connection = sqlite3.connect(path, isolation_level=None, timeout=waited)
         # Only a new store takes it (an existing one keeps its size): a first apply
         # of 10,000 files journals some 40,000 rows, and 16 KiB pages write them in
         # a quarter of the system calls 4 KiB pages take.
         connection.execute(f"PRAGMA page_size={PAGE_SIZE}")
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=FULL")
-        connection.execute("PRAGMA busy_timeout=60000")
+        connection.execute(f"PRAGMA busy_timeout={int(waited * 1000)}")
         # A statement journal of a batch's updates (half a megabyte each) is a file in
         # /var/tmp otherwise: another disk to write, and nothing a crash needs.
         connection.execute("PRAGMA temp_store=MEMORY")
-    except sqlite3.DatabaseError as exc:
-        raise UsageError(
+    except sqlite3.Error as exc:
+        trouble = sqlite_trouble(exc, str(path))
+        if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_CANTOPEN"):
+            reading = _read_only_sqlite(path)
+            if reading is not None:
+                return reading
+        raise trouble or UsageError(
             f"the state store {path} cannot be used: {exc}",
             hint="restore it from a backup, or point --state / TRUEUP_STATE at another file",
         ) from None
+    return connection
+
+
+def _read_only_sqlite(path: Path) -> sqlite3.Connection | None:
+    """The store in a folder nobody may write in, opened to be read, if it can be.
+
+    A WAL store needs its -shm file made beside it even to be read; where that
+    cannot be, and no -wal file holds anything the main file lacks, the main
+    file is the whole store, and SQLite may read it as it is (``immutable``).
+    Every write then fails as read-only, which ``plan`` goes on without.
+    """
+    if not path.is_file() or os.path.lexists(f"{path}-wal"):
+        return None
+    from urllib.request import pathname2url  # rarely needed: not on the start-up path
+
+    try:
+        uri = f"file:{pathname2url(str(path.absolute()))}?immutable=1"
+        connection = sqlite3.connect(uri, uri=True, isolation_level=None)
+        connection.execute("PRAGMA temp_store=MEMORY")
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    except sqlite3.Error:
+        return None
     return connection
 
 
@@ -183,30 +293,24 @@ class Database:
             raise
 
     def _raise_unavailable(self, exc: Exception) -> None:
-        """A store that stopped answering, known by the driver's error class or code.
+        """A store that cannot be used (any more), known by the driver's error class or code.
 
         psycopg raises ``OperationalError`` for a connection lost or closed and for a
         server that cannot serve (shutting down, out of resources); SQLite names
-        a lock held too long or an I/O error by its extended result code.
+        a lock held too long, a read-only or full file, a damaged one or an I/O
+        error by its extended result code.
         """
         if self.dialect == "sqlite":
-            code = getattr(exc, "sqlite_errorname", "")
-            unavailable = isinstance(exc, sqlite3.OperationalError) and code.startswith(
-                _SQLITE_UNAVAILABLE
-            )
+            trouble = sqlite_trouble(exc, str(sqlite_path(self.url)))
         else:
-            import psycopg  # already loaded by the connection
-
-            unavailable = isinstance(exc, psycopg.OperationalError)
-        if not unavailable:
+            trouble = _postgres_trouble(exc, redact_url(self.url))
+        if trouble is None:
             return
-        reason = " ".join(str(exc).split())  # libpq's reasons span indented lines
-        message = f"the state store {redact_url(self.url)} stopped answering ({reason})"
-        hint = "once it answers again, run the command again (trueup status: any run left over)"
+        message, hint = trouble.message, trouble.hint
         if (run := self.holding) is not None:
             message += f"; run {run} was left unfinished"
             hint = f"once it answers again: trueup recover {run}   (or: trueup abandon {run})"
-        raise StoreUnavailable(message, hint=hint) from exc
+        raise type(trouble)(message, hint=hint) from exc
 
     def execute(self, sql: str, params: Params | None = None) -> list[Row]:
         with self._driver():
@@ -294,6 +398,31 @@ class Database:
         if self.dialect == "sqlite":
             return "((julianday('now') - 2440587.5) * 86400.0)"
         return "CAST(extract(epoch FROM clock_timestamp()) AS double precision)"
+
+
+def _postgres_trouble(exc: Exception, where: str) -> StoreUnavailable | None:
+    """A PostgreSQL store that cannot be used, in words, by SQLSTATE or error class."""
+    import psycopg  # already loaded by the connection
+
+    reason = " ".join(str(exc).split())  # libpq's reasons span indented lines
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate in _PG_READ_ONLY:
+        return StoreReadOnly(
+            f"the state store {where} cannot be used: trueup's role may not write it ({reason})",
+            hint="grant the role the right to write trueup's tables (docs/teams.md), or point "
+            "--state / TRUEUP_STATE at a store it may write",
+        )
+    if sqlstate == "53100":  # disk_full
+        return StoreUnavailable(
+            f"the state store {where} cannot be used: its disk is full ({reason})",
+            hint="free space on the database server, then run the command again",
+        )
+    if isinstance(exc, psycopg.OperationalError):
+        return StoreUnavailable(
+            f"the state store {where} stopped answering ({reason})",
+            hint="once it answers again, run the command again (trueup status: any run left over)",
+        )
+    return None
 
 
 def _raise_unique(exc: Exception) -> None:

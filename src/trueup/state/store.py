@@ -11,7 +11,8 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +21,7 @@ from trueup.canonical import storage_text
 from trueup.errors import ConflictError
 from trueup.fs import CacheEntry, StatCache
 from trueup.model import Action, Applied, Resource, Target
-from trueup.state.db import Database, UniqueViolation
+from trueup.state.db import Database, StoreReadOnly, UniqueViolation
 from trueup.state.holder import identity
 from trueup.state.schema import ensure_current
 
@@ -163,6 +164,18 @@ class Store:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        #: Set once a write was skipped because the store is read-only (see ``if_writable``).
+        self.read_only = False
+
+    @contextmanager
+    def if_writable(self) -> Iterator[None]:
+        """Writes that only save time or answer later questions (the stat cache, the
+        drift summary, a plan's audit row): skipped on a read-only store, so that
+        ``plan`` works against one; a write a run depends on still stops it."""
+        try:
+            yield
+        except StoreReadOnly:
+            self.read_only = True
 
     @classmethod
     def open(cls, url: str) -> Store:
