@@ -37,6 +37,7 @@ from trueup.execute.executor import (
     signals_interrupt,
 )
 from trueup.execute.gates import Gates, locked_error
+from trueup.execute.leftovers import sweep_abandoned
 from trueup.execute.rollback import RollbackStore
 from trueup.fs import FileTooLargeError, ReadOnlyFS, Witness, WritableFS
 from trueup.gc_pause import without_cyclic_gc
@@ -557,6 +558,7 @@ class Engine:
         rollback = self.rollback_for(run)
         rollback.sweep_temp_files()
         rollback.remove_empty_folders()
+        sweep_abandoned(self.store, run)  # the material may be gone: the targets are known
         self.store.set_run_status(
             run.id, "abandoned", "abandoned", "abandoned by " + self.actor.key
         )

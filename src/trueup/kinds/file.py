@@ -329,6 +329,17 @@ class FileKind(Kind):
             return _conflict("the source section was edited by hand", resource, observed, applied)
         if markers == "missing" and (applied is None or force):
             return Decision(ActionType.WRITE_FILE, "add the source section above the local text")
+        if markers == "broken":
+            # Where the section starts or ends is not known, so nothing can be put in
+            # it without guessing which lines are the person's: --overwrite cannot
+            # help, and is not offered.
+            marked = self._markers(resource)
+            begin, end = marked.begin.decode().strip(), marked.end.decode().strip()
+            why = (
+                f"section markers are broken (not one {begin!r} line followed by one {end!r} "
+                "line): fix them by hand, or remove both to have the section added again"
+            )
+            return _conflict(why, resource, observed, applied, BY_HAND)
         return _conflict(f"section markers are {markers}", resource, observed, applied)
 
     def _plan_removal(self, applied: Applied, observed: Observed) -> Decision:
