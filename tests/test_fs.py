@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 import time
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from trueup.fs import (
     sha256_bytes,
 )
 from trueup.fsops import file_systems
-from trueup.partner import HAND_FILES, START_AFTER, PartnerGone
 
 
 def age(path: Path, seconds: float) -> None:
@@ -375,8 +373,10 @@ def test_a_signal_right_after_a_temp_file_is_created_leaves_discard_its_name(
     # right after the slowest one, the open() that creates the temp file.
     real_open = os.open
 
-    def open_then_interrupted(path: str, flags: int, mode: int = 0o777) -> int:
-        fd = real_open(path, flags, mode)
+    def open_then_interrupted(
+        path: str, flags: int, mode: int = 0o777, dir_fd: int | None = None
+    ) -> int:
+        fd = real_open(path, flags, mode, dir_fd=dir_fd)
         if TEMP_MARK in os.fsdecode(path):
             os.close(fd)
             raise KeyboardInterrupt
@@ -421,278 +421,6 @@ def test_a_pipe_is_refused_by_name_and_never_opened(tmp_path: Path) -> None:
     os.mkfifo(pipe)
     with pytest.raises(ConflictError, match="is a pipe, socket or device"):
         ReadOnlyFS().read_bytes(pipe)
-
-
-# -- a partner process sharing big batches (partner.py) ------------------------
-needs_two_cores = pytest.mark.skipif(
-    len(os.sched_getaffinity(0)) < 2, reason="a partner is only started with two cores"
-)
-MANY = START_AFTER + 4 * HAND_FILES
-
-
-def partnered(tmp_path: Path, exclusive: bool = True) -> tuple[WritableFS, list[Path]]:
-    """A file system whose partner is up, with MANY files staged under ``tmp_path``, each
-    beside its target (their folders exist: see the tests of new folders for the rest)."""
-    fs = WritableFS(tag="run", partner=True)
-    targets = [tmp_path / f"d{i % 3}" / f"f{i}.txt" for i in range(MANY)]
-    for target in targets[:3]:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    for i, target in enumerate(targets[:START_AFTER]):
-        fs.write(target, f"file {i}\n".encode(), exclusive=exclusive)
-    deadline = time.monotonic() + 10
-    while not fs.partnered:
-        assert time.monotonic() < deadline, "the partner never started"
-        time.sleep(0.01)
-    for i, target in enumerate(targets[START_AFTER:], START_AFTER):
-        fs.write(target, f"file {i}\n".encode(), executable=i % 2 == 0, exclusive=exclusive)
-    return fs, targets
-
-
-@needs_two_cores
-@pytest.mark.parametrize("exclusive", [True, False])
-def test_a_big_batch_shared_with_a_partner_lands_whole(tmp_path: Path, exclusive: bool) -> None:
-    fs, targets = partnered(tmp_path, exclusive)
-    assert not any(t.exists() for t in targets), "nothing is visible before commit"
-    fs.commit()
-    for i, target in enumerate(targets):
-        assert target.read_bytes() == f"file {i}\n".encode()
-        want = 0o755 if i >= START_AFTER and i % 2 == 0 else 0o644
-        assert stat.S_IMODE(target.stat().st_mode) == want, target
-        assert fs.digest_file(target) == sha256_bytes(f"file {i}\n".encode())
-    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
-    fs.close()
-    assert not fs.partnered
-
-
-def copied(tmp_path: Path, count: int = 2 * HAND_FILES) -> tuple[list[Path], list[Path]]:
-    """``count`` sources, and the targets ``copy`` is to give their bytes."""
-    sources, targets = [], []
-    for i in range(count):
-        source = tmp_path / "src" / f"s{i}.txt"
-        source.parent.mkdir(exist_ok=True)
-        source.write_bytes(f"source {i}\n".encode())
-        sources.append(source)
-        targets.append(tmp_path / "copies" / f"c{i}.txt")
-    return sources, targets
-
-
-@needs_two_cores
-def test_a_partner_copies_sources_itself_and_the_batch_lands_whole(tmp_path: Path) -> None:
-    fs, written = partnered(tmp_path / "written")
-    sources, targets = copied(tmp_path)
-    for source, target in zip(sources, targets, strict=True):
-        fs.copy(target, str(source), sha256_bytes(source.read_bytes()), exclusive=True)
-    fs.commit()
-    for source, target in zip(sources, targets, strict=True):
-        assert target.read_bytes() == source.read_bytes()
-    assert all(t.exists() for t in written)
-    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
-    fs.close()
-
-
-@needs_two_cores
-def test_a_source_the_partner_finds_edited_since_the_plan_fails_the_batch_and_leaves_nothing(
-    tmp_path: Path,
-) -> None:
-    fs, written = partnered(tmp_path / "written")
-    sources, targets = copied(tmp_path)
-    planned = [sha256_bytes(s.read_bytes()) for s in sources]
-    sources[-3].write_bytes(b"edited after the plan\n")
-    with pytest.raises(ConflictError, match=f"source {sources[-3]} changed after the plan"):
-        for source, target, digest in zip(sources, targets, planned, strict=True):
-            fs.copy(target, str(source), digest, exclusive=True)
-        fs.commit()
-    fs.discard()
-    assert not any(t.exists() for t in [*written, *targets])
-    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
-
-
-@needs_two_cores
-def test_work_meanwhile_runs_while_the_partner_flushes_the_temp_files_before_any_rename(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import trueup.fs
-
-    flushed_here: list[list[str]] = []
-    real_sync_paths = trueup.fs.sync_paths
-    monkeypatch.setattr(
-        trueup.fs,
-        "sync_paths",
-        lambda paths, folders: flushed_here.append(paths) or real_sync_paths(paths, folders),
-    )
-    fs, targets = partnered(tmp_path)
-    seen: list[tuple[int, bool]] = []
-    fs.commit(
-        durable_later=True,
-        meanwhile=lambda: seen.append(
-            (
-                len([p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]),
-                any(t.exists() for t in targets),
-            )
-        ),
-    )
-    fs.durable()
-    assert seen == [(MANY, False)], "every temp file was there, and nothing visible yet"
-    assert flushed_here == [], "the partner flushed them"
-    assert all(t.exists() for t in targets)
-    fs.close()
-
-
-@needs_two_cores
-def test_work_meanwhile_that_fails_leaves_nothing_visible_and_discard_cleans_up(
-    tmp_path: Path,
-) -> None:
-    fs, targets = partnered(tmp_path)
-
-    def fail() -> None:
-        raise RuntimeError("the journal said no")
-
-    with pytest.raises(RuntimeError, match="the journal said no"):
-        fs.commit(durable_later=True, meanwhile=fail)
-    fs.discard()
-    assert not any(t.exists() for t in targets)
-    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
-    assert not fs.partnered
-    fs.close()
-
-
-@needs_two_cores
-def test_a_file_the_partner_read_back_is_read_again_once_it_changed(tmp_path: Path) -> None:
-    fs, targets = partnered(tmp_path)
-    fs.commit()
-    last = targets[-1]  # in the partner's share of the read-back
-    last.write_bytes(b"changed by hand, and longer\n")
-    assert fs.digest_file(last) == sha256_bytes(b"changed by hand, and longer\n")
-    fs.close()
-
-
-@needs_two_cores
-def test_a_target_that_appears_in_the_partners_share_is_never_replaced(tmp_path: Path) -> None:
-    fs, targets = partnered(tmp_path)
-    targets[-1].write_text("somebody's\n")
-    with pytest.raises(TargetAppeared) as raised:
-        fs.commit()
-    assert raised.value.path == str(targets[-1])
-    assert targets[-1].read_text() == "somebody's\n"
-    fs.discard()
-    fs.close()
-    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
-
-
-@needs_two_cores
-def test_a_partner_killed_mid_batch_fails_the_commit_and_leaves_nothing(tmp_path: Path) -> None:
-    fs, targets = partnered(tmp_path)
-    fs._partner._process.kill()  # type: ignore[union-attr]  # as the OOM killer would
-    with pytest.raises(PartnerGone):
-        fs.commit()
-    fs.discard()
-    assert not any(t.exists() for t in targets)
-    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
-
-
-@needs_two_cores
-def test_discard_stops_a_partner_still_creating_before_removing_its_files(tmp_path: Path) -> None:
-    fs, _ = partnered(tmp_path)
-    fs.discard()
-    time.sleep(0.2)  # had it gone on creating, its files would be here now
-    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
-    assert not fs.partnered
-
-
-@needs_two_cores
-def test_a_commit_whose_flush_is_left_to_the_partner_is_visible_at_once_and_then_durable(
-    tmp_path: Path,
-) -> None:
-    fs, targets = partnered(tmp_path)
-    fs.commit(durable_later=True)
-    assert all(t.exists() for t in targets)
-    assert fs.digest_file(targets[-1]) == sha256_bytes(f"file {MANY - 1}\n".encode())
-    fs.durable()
-    fs.write(tmp_path / "next.txt", b"next\n")  # and the next commit goes on from there
-    fs.commit()
-    assert (tmp_path / "next.txt").read_bytes() == b"next\n"
-    fs.close()
-
-
-@needs_two_cores
-def test_a_temp_name_taken_by_somebody_fails_the_batch_but_is_no_target_appearing(
-    tmp_path: Path,
-) -> None:
-    fs, _ = partnered(tmp_path)
-    target = tmp_path / "d0" / "late.txt"
-    planted = fs.temp_path(str(target)).replace(f"-{fs._counter}", f"-{fs._counter + 1}")
-    Path(planted).mkdir()
-    fs.write(target, b"late\n", exclusive=True)
-    with pytest.raises(FileExistsError) as raised:
-        fs.commit()
-    assert not isinstance(raised.value, TargetAppeared)
-    fs.discard()
-    fs.close()
-    assert not target.exists()
-
-
-@needs_two_cores
-def test_a_signal_while_a_request_is_sent_stops_the_partner_before_discard_returns(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import trueup.partner
-
-    fs, targets = partnered(tmp_path, exclusive=False)
-    sent = trueup.partner.write_all
-
-    def then_ctrl_c(fd: int, data: bytes) -> None:
-        sent(fd, data)
-        if b"rename" in data[:64]:
-            raise KeyboardInterrupt  # right after the request left, before anything else
-
-    monkeypatch.setattr(trueup.partner, "write_all", then_ctrl_c)
-    with pytest.raises(KeyboardInterrupt):
-        fs.commit()
-    fs.discard()
-    landed = sum(t.exists() for t in targets)
-    time.sleep(0.3)  # a partner left running would go on renaming meanwhile
-    assert sum(t.exists() for t in targets) == landed
-    assert not fs.partnered
-    assert not [p for p in tmp_path.rglob("*") if TEMP_MARK in p.name]
-
-
-def test_a_partner_that_dies_starting_is_never_used_and_the_batch_lands(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import trueup.partner
-
-    monkeypatch.setattr(
-        trueup.partner, "child_command", lambda *_: [sys.executable, "-c", "raise SystemExit(3)"]
-    )
-    fs = WritableFS(tag="run", partner=True)
-    targets = [tmp_path / f"f{i}.txt" for i in range(MANY)]
-    for i, target in enumerate(targets):
-        fs.write(target, f"file {i}\n".encode(), exclusive=True)
-    fs.commit(durable_later=True)
-    fs.durable()
-    assert [t.read_bytes() for t in targets] == [f"file {i}\n".encode() for i in range(MANY)]
-    assert not fs.partnered
-    fs.close()
-
-
-@needs_two_cores
-def test_a_run_that_expects_many_writes_has_its_partner_up_before_the_first(
-    tmp_path: Path,
-) -> None:
-    few = WritableFS(tag="run", partner=True)
-    few.expect(START_AFTER - 1)
-    fs = WritableFS(tag="run", partner=True)
-    fs.expect(START_AFTER)
-    deadline = time.monotonic() + 10
-    while not fs.partnered:
-        assert time.monotonic() < deadline, "the partner never started"
-        time.sleep(0.01)
-    assert not few.partnered, "a small run starts none"
-    fs.write(tmp_path / "first.txt", b"first\n", exclusive=True)
-    fs.commit()
-    assert (tmp_path / "first.txt").read_bytes() == b"first\n"
-    fs.close()
-    few.close()
 
 
 def test_paths_in_a_missing_folder_are_known_absent_from_one_look_at_the_folder(
@@ -823,16 +551,3 @@ def test_discard_removes_a_new_folder_made_so_far(tmp_path: Path) -> None:
     fs.write(tmp_path / "new" / "deep" / "a.txt", b"a", exclusive=True)
     fs.discard()
     assert list(tmp_path.iterdir()) == []
-
-
-@needs_two_cores
-def test_a_partner_fills_new_folders_and_they_land_whole(tmp_path: Path) -> None:
-    fs = WritableFS(tag="run", partner=True)
-    targets = [tmp_path / "tree" / f"d{i % 7}" / f"f{i}.txt" for i in range(MANY)]
-    for i, target in enumerate(targets):
-        fs.write(target, f"file {i}\n".encode(), exclusive=True)
-    fs.commit()
-    for i, target in enumerate(targets):
-        assert target.read_bytes() == f"file {i}\n".encode()
-    assert temp_names(tmp_path) == []
-    fs.close()

@@ -406,7 +406,7 @@ class Engine:
         progress: Callable[[int], None] | None,
     ) -> RunResult:
         cache = prepared.fs.cache
-        fs = WritableFS(cache, self.settings.max_file_bytes, tag=run.id, partner=True)
+        fs = WritableFS(cache, self.settings.max_file_bytes, tag=run.id)
         executor = Executor(
             self.store,
             run,
@@ -556,8 +556,10 @@ class Engine:
         except ConflictError as exc:
             raise gates.refuse(exc) from None
         rollback = self.rollback_for(run)
-        rollback.sweep_temp_files()
-        rollback.remove_empty_folders()
+        fs = WritableFS(tag=run.id)
+        rollback.sweep_temp_files(fs)
+        rollback.remove_empty_folders(fs)
+        fs.close()
         sweep_abandoned(self.store, run)  # the material may be gone: the targets are known
         self.store.set_run_status(
             run.id, "abandoned", "abandoned", "abandoned by " + self.actor.key

@@ -17,17 +17,18 @@ recover or abandon like a temp file (``RollbackStore.sweep_temp_files``).
 
 from __future__ import annotations
 
-import collections
-import functools
+import contextlib
+import errno
 import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from trueup.anchor import ANCHORED, O_DIR, O_NOFOLLOW, Anchor, OutsideRoot
 from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
 from trueup.fsops import (
@@ -36,21 +37,10 @@ from trueup.fsops import (
     POSIX_PATHS,
     SYNCFS_BATCH,
     create_temp,
-    file_systems,
     rename_exclusive,
-    sync_dirs,
-    sync_paths,
+    syncfs_all,
+    syncfs_fd,
     witness,
-)
-from trueup.partner import (
-    APPEARED,
-    BACKLOG,
-    CHANGED,
-    HAND_FILES,
-    START_AFTER,
-    Content,
-    Failure,
-    Partner,
 )
 
 if TYPE_CHECKING:
@@ -68,6 +58,11 @@ StatKey = tuple[int, int, int, int]
 Witness = tuple[int, int, int, int, int] | None
 _EUID = os.geteuid() if hasattr(os, "geteuid") else -1
 _MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks
+# O_NONBLOCK: a file swapped for a pipe since its lstat reads empty, not forever.
+_O_READ = os.O_RDONLY | os.O_NONBLOCK | O_CLOEXEC
+_O_DIR = O_DIR
+#: Folders deeper than this are refused, not walked (a tree, not a path: see paths.py).
+MAX_TREE_DEPTH = 256
 # A temp name adds ".", the mark, the run id and a counter (~50 bytes) to the target's.
 _LONG_NAME = 160
 
@@ -230,6 +225,10 @@ class ReadOnlyFS:
     With ``witness`` (a dict), every path it looks at is recorded with its
     ``witness_of`` stat, so a caller knows exactly what a result was computed
     from (plan/memo.py).
+
+    Once ``confine``d to a root, every path below it is reached through
+    descriptors opened from the root down (anchor.py): what it reads there is
+    what is inside the root, whatever link is put in the way meanwhile.
     """
 
     #: Whether this file system only observes, in one pass: a folder seen missing
@@ -249,6 +248,37 @@ class ReadOnlyFS:
         # that never writes may trust them for the rest of its life (see entry).
         self._missing_folders: set[str] = set()
         self._present_folders: set[str] = set()
+        self.anchor: Anchor | None = None
+
+    def confine(self, root: Path | str) -> None:
+        """Reach every path below ``root`` from the root down from now on.
+
+        One file system serves one root: observing a second one with it would
+        mix what each holds.
+        """
+        real = os.path.realpath(root)
+        if self.anchor is None:
+            if ANCHORED:
+                self.anchor = Anchor(real)
+        elif self.anchor.root != real:
+            raise ValueError(f"a file system confined to {self.anchor.root} asked for {real}")
+
+    def close(self) -> None:
+        """Close the descriptors held below the root; it is reopened when used again."""
+        if self.anchor is not None:
+            self.anchor.close()
+
+    def _at(self, path: str) -> tuple[int | None, str]:
+        """``path`` as a folder descriptor and a name when it is below the root, else as
+        it is (a source, the profile); raises as ``lstat`` of a missing parent would."""
+        anchor = self.anchor
+        if anchor is not None and anchor.covers(path):
+            return anchor.parent(path)
+        return None, path
+
+    def _lstat(self, path: str) -> os.stat_result:
+        folder, name = self._at(path)
+        return os.lstat(name, dir_fd=folder)
 
     def read_ahead(self, profile: str, sources: Callable[[], list[str]]) -> None:
         """Have the ``sources`` that ``profile`` declares hashed by a second process
@@ -291,12 +321,13 @@ class ReadOnlyFS:
         return True
 
     def lstat(self, path: Path | str) -> os.stat_result | None:
+        key = os.fspath(path)
         try:
-            st: os.stat_result | None = os.lstat(path)
+            st: os.stat_result | None = self._lstat(key)
         except (FileNotFoundError, NotADirectoryError):
             st = None
         if self.witness is not None:
-            self.witness[os.fspath(path)] = witness_of(st)
+            self.witness[key] = witness_of(st)
         return st
 
     def follow(self, path: Path | str, absolute: bool = False) -> tuple[str, os.stat_result | None]:
@@ -317,7 +348,7 @@ class ReadOnlyFS:
                 # Spelt as the kernel resolves it (a ".." after a linked folder).
                 real = os.path.realpath(current)
                 return real, self.lstat(real)
-            current = os.path.join(os.path.dirname(current), os.readlink(current))
+            current = os.path.join(os.path.dirname(current), self.readlink(current))
         raise UsageError(f"{path}: too many levels of symbolic links")
 
     def _seen(self, path: Path | str, st: os.stat_result) -> None:
@@ -327,7 +358,7 @@ class ReadOnlyFS:
     def read_bytes(self, path: Path | str, st: os.stat_result | None = None) -> bytes:
         key = os.fspath(path)
         if st is None:
-            st = os.lstat(key)
+            st = self._lstat(key)
         self._seen(key, st)
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
             # A pipe would block the read until somebody writes to it: never opened.
@@ -339,15 +370,27 @@ class ReadOnlyFS:
         hit = self.cache.contents.get(key)
         if hit is not None and hit[0] == stat_key(st):
             return hit[2]
-        return self._read(key, st.st_size)
+        # A link is read through (a config file kept elsewhere by a dotfiles tool).
+        return self._read(key, st.st_size, follow=stat.S_ISLNK(st.st_mode))
 
-    def _read(self, key: str, size: int) -> bytes:
+    def _read(self, key: str, size: int, follow: bool = False) -> bytes:
         # Plain os calls: open() costs a buffered file object (~10 us a file,
         # a tenth of a second per 10,000). Ask for the size stat gave (+1 to
         # notice growth), not the limit, which would allocate 16 MiB a file.
         self._check_size(key, size)
-        # O_NONBLOCK: a file swapped for a pipe since its lstat reads empty, not forever.
-        fd = os.open(key, os.O_RDONLY | os.O_NONBLOCK | O_CLOEXEC)
+        folder, name = self._at(key)
+        # O_NONBLOCK: a file swapped for a pipe since its lstat reads empty, not forever;
+        # O_NOFOLLOW: nor is one swapped for a link read through.
+        flags = _O_READ if follow else _O_READ | O_NOFOLLOW
+        try:
+            fd = os.open(name, flags, dir_fd=folder)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP and not follow:
+                raise ConflictError(
+                    f"{key} became a symlink while trueup read it; it was not read",
+                    hint="compute the plan again",
+                ) from None
+            raise
         try:
             data = os.read(fd, size + 1)
             while len(data) <= self.max_file_bytes and len(data) > size:
@@ -377,7 +420,7 @@ class ReadOnlyFS:
         """
         key = os.fspath(path)
         if st is None:
-            st = os.lstat(key)
+            st = self._lstat(key)
         skey = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
         if self.witness is not None:
             self.witness[key] = (st.st_mode, *skey)
@@ -402,7 +445,7 @@ class ReadOnlyFS:
         way the written target is hashed once more when it is verified.
         """
         key = os.fspath(path)
-        st = os.lstat(key)
+        st = self._lstat(key)
         self._seen(key, st)
         skey = stat_key(st)
         hit = self.cache.contents.get(key)
@@ -410,39 +453,53 @@ class ReadOnlyFS:
             hit = self.cache.contents.get(key)
         if hit is not None and hit[0] == skey and hit[1] == digest:
             return hit[2]
-        data = self._read(key, st.st_size)
+        data = self._read(key, st.st_size, follow=stat.S_ISLNK(st.st_mode))
         if self.cache.known(key, skey) != digest and sha256_bytes(data) != digest:
             raise source_changed(key)
         return data
 
     def readlink(self, path: Path | str) -> str:
-        return os.readlink(path)
+        folder, name = self._at(os.fspath(path))
+        return os.readlink(name, dir_fd=folder)
+
+    def held_at(self, path: str) -> str:
+        """What ``path`` holds now, spelt as ``WritableFS.outcomes`` spells it."""
+        try:
+            st = self._lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return ABSENT_OUTCOME
+        if stat.S_ISLNK(st.st_mode):
+            return "link:" + self.readlink(path)
+        if stat.S_ISREG(st.st_mode):
+            return "file:" + sha256_bytes(self._read(path, st.st_size))
+        return "other"
 
     def entry(self, path: Path | str, st: os.stat_result | None = None) -> Entry | None:
         """Observe one path without following a symlink; ``None`` when absent."""
+        key = os.fspath(path)
         if st is None:
-            if self._missing_folders and os.path.dirname(path) in self._missing_folders:
-                return self._absent(path, blocked=False)
+            if self._missing_folders and os.path.dirname(key) in self._missing_folders:
+                return self._absent(key, blocked=False)
             try:
-                st = os.lstat(path)
+                st = self._lstat(key)
             except (FileNotFoundError, NotADirectoryError) as missing:
                 if self.observes_only:
-                    self._note_missing(os.path.dirname(path))
+                    self._note_missing(os.path.dirname(key))
                 # A file where a folder of the path should be: nothing can go there.
-                return self._absent(path, blocked=isinstance(missing, NotADirectoryError))
+                return self._absent(key, blocked=isinstance(missing, NotADirectoryError))
         mode = st.st_mode
         if stat.S_ISREG(mode):  # digest_file is its witness
-            return Entry("file", self.digest_file(path, st), is_executable(mode))
-        self._seen(path, st)
+            return Entry("file", self.digest_file(key, st), is_executable(mode))
+        self._seen(key, st)
         if stat.S_ISLNK(mode):
-            return Entry("symlink", link=os.readlink(path))
+            return Entry("symlink", link=self.readlink(key))
         if stat.S_ISDIR(mode):
             return Entry("directory")
         return Entry("special")
 
-    def _absent(self, path: Path | str, blocked: bool) -> Entry | None:
+    def _absent(self, path: str, blocked: bool) -> Entry | None:
         if self.witness is not None:
-            self.witness[os.fspath(path)] = None
+            self.witness[path] = None
         return Entry("blocked") if blocked else None
 
     def _note_missing(self, folder: str) -> None:
@@ -452,7 +509,7 @@ class ReadOnlyFS:
         if folder in self._missing_folders or folder in self._present_folders:
             return
         try:
-            os.lstat(folder)
+            self._lstat(folder)
         except FileNotFoundError:
             self._missing_folders.add(folder)
             return
@@ -460,27 +517,89 @@ class ReadOnlyFS:
             pass
         self._present_folders.add(folder)
 
+    def _folders(self, root: str) -> Iterator[tuple[str, str, list[os.DirEntry[str]]]]:
+        """Every folder from ``root`` down, depth first: its path, its path relative to
+        ``root`` (``a/b/``) and its entries, temp files left out.
+
+        Each folder is opened from its parent's descriptor without following a
+        link, and only the folders on the way down are held open, so a tree
+        of any width costs as many descriptors as it is deep; deeper than
+        ``MAX_TREE_DEPTH`` is refused rather than walked.
+        """
+        try:
+            if self.anchor is not None and self.anchor.holds(root):
+                top = os.dup(self.anchor.folder(root))
+            else:
+                top = os.open(root, _O_DIR)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        # Each open folder: its descriptor, path, relative path, subfolders left.
+        stack: list[tuple[int, str, str, Iterator[str]]] = []
+        try:
+            fd, path, rel = top, root, ""
+            while True:
+                with os.scandir(fd) as scan:
+                    entries = [e for e in scan if TEMP_MARK not in e.name]
+                yield path, rel, entries
+                subdirs = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+                stack.append((fd, path, rel, iter(subdirs)))
+                fd = -1
+                while stack:
+                    parent, ppath, prel, todo = stack[-1]
+                    name = next(todo, None)
+                    if name is None:
+                        os.close(stack.pop()[0])
+                        continue
+                    if len(stack) >= MAX_TREE_DEPTH:
+                        raise UsageError(
+                            f"{ppath}: folders nested over {MAX_TREE_DEPTH} deep; trueup does "
+                            "not walk a tree that deep",
+                            hint="move the deep part out of the tree, or declare a folder "
+                            "inside it",
+                        )
+                    try:
+                        fd = os.open(name, _O_DIR | O_NOFOLLOW, dir_fd=parent)
+                    except (FileNotFoundError, NotADirectoryError):
+                        continue  # gone, or swapped for a file or a link, since the scan
+                    except OSError as exc:
+                        if exc.errno == errno.ELOOP:
+                            continue
+                        raise
+                    path, rel = f"{ppath}/{name}", f"{prel}{name}/"
+                    break
+                if fd < 0:
+                    return
+        finally:
+            for held, *_ in stack:
+                os.close(held)
+
+    def names(self, folder: str) -> list[str]:
+        """The names in ``folder``, temp files too (a sweep looks for them)."""
+        if self.anchor is not None and self.anchor.holds(folder):
+            fd = os.dup(self.anchor.folder(folder))
+        else:
+            fd = os.open(folder, _O_DIR)
+        try:
+            return os.listdir(fd)
+        finally:
+            os.close(fd)
+
     def listing(self, root: Path | str, most: int) -> list[str] | None:
         """Relative paths of everything below ``root``, folders too, read from names
         only; ``None`` past ``most`` entries (or where a folder cannot be read)."""
         found: list[str] = []
-        folders = [(os.fspath(root), "")]
-        while folders:
-            base, prefix = folders.pop()
-            self.lstat(base)  # a folder's stat changes when entries come or go: a witness
-            try:
-                scan = os.scandir(base)
-            except OSError:
-                return None
-            with scan as entries:
+        base = os.fspath(root)
+        self.lstat(base)  # a folder's stat changes when entries come or go: a witness
+        try:
+            for path, rel, entries in self._folders(base):
+                if path != base:
+                    self.lstat(path)
                 for item in entries:
-                    if TEMP_MARK in item.name:
-                        continue
-                    found.append(prefix + item.name)
+                    found.append(rel + item.name)
                     if len(found) > most:
                         return None
-                    if item.is_dir(follow_symlinks=False):
-                        folders.append((item.path, prefix + item.name + "/"))
+        except PermissionError:
+            return None
         return sorted(found)
 
     def walk(self, root: Path | str, big: bool = False) -> dict[str, Entry]:
@@ -491,40 +610,26 @@ class ReadOnlyFS:
         nothing to do with, while a source must be read whole, so it raises.
         """
         found: dict[str, Entry] = {}
-        self.lstat(root)  # a folder's stat changes when entries come or go: a witness
-        self._walk(os.fspath(root), "", found, big)
-        return found
-
-    def _walk(self, base: str, prefix: str, found: dict[str, Entry], big: bool) -> None:
-        try:
-            iterator = os.scandir(base)
-        except (FileNotFoundError, NotADirectoryError):
-            return
-        with iterator as entries:
-            subdirs = []
+        base = os.fspath(root)
+        self.lstat(base)  # a folder's stat changes when entries come or go: a witness
+        for path, rel, entries in self._folders(base):
             for item in entries:
-                if TEMP_MARK in item.name:
-                    continue
                 if not item.name.isascii():
-                    _recordable(item.path)
-                rel = prefix + item.name
+                    _recordable(f"{path}/{item.name}")
                 st = item.stat(follow_symlinks=False)
+                child = f"{path}/{item.name}"
                 if big and stat.S_ISREG(st.st_mode) and st.st_size > self.max_file_bytes:
-                    self._seen(item.path, st)
-                    found[rel] = Entry(
+                    self._seen(child, st)
+                    found[rel + item.name] = Entry(
                         "file",
                         f"{OVERSIZED_DIGEST}{st.st_size}:{st.st_mtime_ns}",
                         is_executable(st.st_mode),
                     )
                     continue
-                node = self.entry(item.path, st)
-                if node is None:
-                    continue
-                found[rel] = node
-                if node.state == "directory":
-                    subdirs.append((item.path, rel + "/"))
-        for path, rel in subdirs:
-            self._walk(path, rel, found, big)
+                node = self.entry(child, st)
+                if node is not None:
+                    found[rel + item.name] = node
+        return found
 
 
 def _recordable(path: str) -> None:
@@ -551,6 +656,8 @@ class _Staged:
     #: its own is made at commit (DEFERRED), or under its own name in a folder this
     #: batch makes whole and renames into place at commit (IN_NEW_FOLDER).
     how: str = ""
+    #: A regular file (flushed before its rename), not a link.
+    is_file: bool = True
 
 
 #: A staged file whose folder is made at commit, once the file in its way, removed
@@ -580,7 +687,14 @@ class TargetAppeared(ConflictError):
 
 
 class WritableFS(ReadOnlyFS):
-    """Writes staged beside their targets and committed durably in batches."""
+    """Writes staged beside their targets and committed durably in batches.
+
+    Below its root every effect (create, write, rename, unlink, mkdir, chmod,
+    chown, read-back) is made relative to a folder descriptor reached from the
+    root down; the folders a batch used are checked again right before its
+    renames and forgotten after them, so a folder swapped for a link while the
+    run is under way fails the run (``OutsideRoot``) instead of redirecting it.
+    """
 
     observes_only = False
 
@@ -589,24 +703,9 @@ class WritableFS(ReadOnlyFS):
         cache: StatCache | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         tag: str = "",
-        partner: bool = False,
     ) -> None:
         super().__init__(cache, max_file_bytes)
         self.tag = tag or str(os.getpid())
-        # A second process sharing the kernel's work of big batches (partner.py):
-        # asked for by the executor, started once this many files are staged.
-        self._partner_after = START_AFTER if partner else None
-        self._partner: Partner | None = None
-        self._staged_files = 0
-        # Temp files to hand to the partner in its next request, and their bytes.
-        self._handing: list[tuple[bytes, Content, int, tuple[int, int] | None]] = []
-        self._handing_bytes = 0
-        # What the partner read back after the last commit: witness and digest by path.
-        self._read_back: dict[str, tuple[Witness, str]] = {}
-        self._awaited: set[str] = set()
-        # What the partner is flushing, oldest first: each flush's own way of doing it
-        # here instead, should the partner find no syncfs (or stop).
-        self._flushing: collections.deque[Callable[[], None]] = collections.deque()
         self._staged: list[_Staged] = []
         # Paths to remove at commit, in order (a dict: looked up by ``_place`` too).
         self._removals: dict[str, None] = {}
@@ -642,6 +741,23 @@ class WritableFS(ReadOnlyFS):
             name = hashlib.sha256(name.encode()).hexdigest()[:32]
         return f"{folder}{os.sep}.{name}{self._temp_mark}{self._counter}"
 
+    def _isdir(self, path: str) -> bool:
+        try:
+            return stat.S_ISDIR(self._lstat(path).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
+    def _exists(self, path: str) -> bool:
+        try:
+            self._lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        return True
+
+    def _mkdir(self, path: str) -> None:
+        folder, name = self._at(path)
+        os.mkdir(name, dir_fd=folder)
+
     def _place(self, final: str) -> _Place:
         """Where to stage ``final``: beside it when its folder exists; else in the folder
         this batch makes for it, under a temp name until commit (the files in it need no
@@ -654,13 +770,13 @@ class WritableFS(ReadOnlyFS):
         making = self._making.get(parent)
         if making is not None:
             return _Place(making, IN_NEW_FOLDER)
-        if os.path.isdir(parent):
+        if self._isdir(parent):
             self._present.add(parent)
             return _Place(parent)
         missing = []
         current = parent
-        while making is None and not os.path.isdir(current):
-            if os.path.lexists(current):
+        while making is None and not self._isdir(current):
+            if self._exists(current):
                 if current in self._removals:
                     # A file becoming a folder (a restructured tree): it goes first, at commit.
                     return _Place(os.path.dirname(current), DEFERRED)
@@ -679,7 +795,7 @@ class WritableFS(ReadOnlyFS):
             current = outermost
         for folder in reversed(missing):  # outermost first
             inside = making + folder[len(current) :]
-            os.mkdir(inside)
+            self._mkdir(inside)
             self._making[folder] = inside
             self._own(inside, os.path.dirname(inside))
         return _Place(self._making[parent], IN_NEW_FOLDER)
@@ -689,7 +805,7 @@ class WritableFS(ReadOnlyFS):
         temp = self.temp_path(final)
         # Staged before it exists, as a temp file is.
         self._new_folders.append((temp, final))
-        os.mkdir(temp)
+        self._mkdir(temp)
         self._making[final] = temp
         self._dirs.add(os.path.dirname(final))
         self._own(temp, os.path.dirname(final))
@@ -701,7 +817,8 @@ class WritableFS(ReadOnlyFS):
             owner = self._folder_owner(parent)
             self._owners[folder] = owner
             if owner != (0, 0):
-                os.chown(folder, *owner)
+                at, name = self._at(folder)
+                os.chown(name, *owner, dir_fd=at, follow_symlinks=False)
 
     def _make_deferred(self) -> None:
         """Make the folders deferred staged files wait for, now that what was in their
@@ -712,11 +829,11 @@ class WritableFS(ReadOnlyFS):
                 continue
             missing = []
             current = parent
-            while not os.path.isdir(current):
+            while not self._isdir(current):
                 missing.append(current)
                 current = os.path.dirname(current)
             for folder in reversed(missing):  # outermost first
-                os.mkdir(folder)
+                self._mkdir(folder)
                 self._own(folder, os.path.dirname(folder))
                 self._dirs.add(os.path.dirname(folder))
             self._present.update(missing)
@@ -724,7 +841,8 @@ class WritableFS(ReadOnlyFS):
     def _rename_new_folders(self) -> None:
         """Put the folders this batch made in place, whole; never over anything there."""
         for temp, final in self._new_folders:
-            _rename_exclusive(temp, final)
+            self._rename_exclusive(temp, final)
+            self._forget(temp)
         self._present.update(self._making)
         self._new_folders.clear()  # in place: nothing of them is for discard() to remove
         self._making.clear()
@@ -761,24 +879,14 @@ class WritableFS(ReadOnlyFS):
         """Stage the bytes of ``source`` for ``path``, as ``write`` would stage them,
         refused (``ConflictError``) unless they hash to ``digest``, the planned content
         (or the source still has the stat under which the stat cache knows that digest:
-        the rule the plan itself trusted, so 10,000 sources are not hashed twice).
-
-        A partner reads and checks them itself: the bytes of a big first apply
-        then never pass through this process (10,000 sources are 20 MB).
-        """
-        self._stage_file(
-            os.fspath(path),
-            (os.fsencode(source), digest, self.max_file_bytes, self.cache.vouching(source, digest)),
-            digest,
-            executable,
-            mode,
-            exclusive,
-        )
+        the rule the plan itself trusted, so 10,000 sources are not hashed twice)."""
+        data = self.read_expected(source, digest)
+        self._stage_file(os.fspath(path), data, digest, executable, mode, exclusive)
 
     def _stage_file(
         self,
         final: str,
-        content: Content,
+        data: bytes,
         digest: str,
         executable: bool,
         mode: int | None,
@@ -802,137 +910,15 @@ class WritableFS(ReadOnlyFS):
         # one right after the file is created must still leave discard() its name.
         self._staged.append(_Staged(temp, final, _is_dir(current), exclusive, place.how))
         owner = self._owner(final, current, place.folder)
-        self._create(os.fsencode(temp), content, mode, owner)
+        folder, name = self._at(temp)
+        create_temp(name, data, mode, owner, dir_fd=folder)
+        reach("temp-created")
         self._outcomes[final] = "file:" + digest
 
     def _staged_name(self, final: str, place: _Place) -> str:
         if place.how == IN_NEW_FOLDER:  # its own name: the folder is the temp
             return place.folder + os.sep + os.path.basename(final)
         return self.temp_path(final, place.folder if place.how else None)
-
-    def _create(
-        self, temp: bytes, content: Content, mode: int, owner: tuple[int, int] | None
-    ) -> None:
-        """Create a staged temp file now, or have the partner create it meanwhile."""
-        partner = self._started_partner()
-        if partner is None:
-            create_temp(temp, self._bytes(content), mode, owner)
-            return
-        self._handing.append((temp, content, mode, owner))
-        if isinstance(content, bytes):
-            self._handing_bytes += len(content)
-        if len(self._handing) >= HAND_FILES or self._handing_bytes >= partner.request_bytes:
-            if partner.backlog() < BACKLOG:
-                self._hand_over(partner)
-            else:  # it is behind (a slow disk): this process creates these itself
-                handing, self._handing, self._handing_bytes = self._handing, [], 0
-                for name, held, bits, whose in handing:
-                    create_temp(name, self._bytes(held), bits, whose)
-
-    def _bytes(self, content: Content) -> bytes:
-        """A temp file's bytes, read here when they are a source's (see ``copy``)."""
-        if isinstance(content, bytes):
-            return content
-        source, digest, _limit, _vouched = content
-        return self.read_expected(os.fsdecode(source), digest)
-
-    def expect(self, writes: int) -> None:
-        """At least ``writes`` files are coming: a big run starts its partner at once, so
-        it is up by the first write instead of some way into the first batch."""
-        if self._partner_after is not None and writes >= self._partner_after:
-            self._start_partner()
-
-    def _start_partner(self) -> Partner | None:
-        self._partner_after = None  # one try per run
-        self._partner = Partner.start()
-        return self._partner
-
-    def _started_partner(self) -> Partner | None:
-        """The partner, once it is up; started when a batch turns out big."""
-        self._staged_files += 1
-        partner = self._partner
-        if partner is None:
-            if self._partner_after is None or self._staged_files < self._partner_after:
-                return None
-            partner = self._start_partner()
-            if partner is None:
-                return None
-        return partner if partner.ready() else None
-
-    def _hand_over(self, partner: Partner) -> None:
-        if self._handing:
-            handing, self._handing, self._handing_bytes = self._handing, [], 0
-            partner.submit("create", handing)
-
-    def _working_partner(self) -> Partner | None:
-        """The partner, if it is up: nothing is handed to one still starting."""
-        return self._partner if self._partner is not None and self._partner.up else None
-
-    def _settle(self, until: str | None = None) -> None:
-        """Take every answer the partner owes (``until``: see ``Partner.answers``);
-        raise the first failure it reports.
-
-        Read-back digests are kept for ``digest_file``.
-        """
-        partner = self._working_partner()
-        if partner is None:  # one still starting owes nothing
-            return
-        self._hand_over(partner)
-        failure: Failure = None
-        for op, answer in partner.answers(until):
-            if op == "digest":
-                self._read_back.update(
-                    (os.fsdecode(path), (tuple(seen), dig)) for path, seen, dig in answer
-                )
-                self._awaited.clear()
-            elif op == "syncfs":
-                instead = self._flushing.popleft()
-                if answer is not None:  # no syncfs there after all: this process flushes
-                    instead()
-            elif failure is None:
-                failure = answer
-        if failure is not None:
-            number, message, path, why = failure
-            if why == APPEARED:
-                raise TargetAppeared(os.fsdecode(path))
-            if why == CHANGED:
-                raise source_changed(os.fsdecode(path))
-            raise OSError(number, message, os.fsdecode(path))
-
-    def _stop_partner(self) -> None:
-        """Stop the partner mid-work; nothing it was asked happens after this."""
-        partner, self._partner = self._partner, None
-        self._handing, self._handing_bytes = [], 0
-        self._awaited.clear()
-        if partner is not None:
-            partner.abort()
-        while self._flushing:  # what it was flushing, if anything: flushed here
-            self._flushing.popleft()()
-
-    @property
-    def partnered(self) -> bool:
-        """Whether a partner process is sharing this file system's work now."""
-        return self._partner is not None and self._partner.ready()
-
-    def close(self) -> None:
-        """End the partner, if one was started: the run is done with this file system."""
-        self._stop_partner()
-        self._read_back.clear()
-
-    def digest_file(self, path: Path | str, st: os.stat_result | None = None) -> str:
-        """As ``ReadOnlyFS.digest_file``; a file the partner read back since it was
-        committed, and unchanged since (the same witness), is not read again."""
-        key = os.fspath(path)
-        if key in self._awaited:
-            self._settle(until="digest")
-        back = self._read_back.pop(key, None)
-        if back is not None:
-            if st is None:
-                st = os.lstat(key)
-            if back[0] == witness_of(st):
-                self._seen(key, st)
-                return back[1]
-        return super().digest_file(key, st)
 
     def symlink(self, path: Path | str, link: str, exclusive: bool = False) -> None:
         """Stage a symlink at ``path``; ``exclusive`` as for ``write``."""
@@ -941,11 +927,14 @@ class WritableFS(ReadOnlyFS):
         current = None if place.how else self.lstat(final)
         temp = self._staged_name(final, place)
         # Staged before it exists, as in write.
-        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive, place.how))
-        os.symlink(link, temp)
+        self._staged.append(
+            _Staged(temp, final, _is_dir(current), exclusive, place.how, is_file=False)
+        )
+        folder, name = self._at(temp)
+        os.symlink(link, name, dir_fd=folder)
         owner = self._owner(final, current, place.folder)
         if owner is not None:
-            os.lchown(temp, *owner)
+            os.chown(name, *owner, dir_fd=folder, follow_symlinks=False)
         self._outcomes[final] = "link:" + link
 
     def remove(self, path: Path | str, prune_up_to: Path | str | None = None) -> None:
@@ -958,6 +947,65 @@ class WritableFS(ReadOnlyFS):
     def prune(self, folder: Path | str, stop: Path | str) -> None:
         """Stage removing ``folder`` and its parents, while empty, up to and including ``stop``."""
         self._prunes.append((os.fspath(folder), os.fspath(stop)))
+
+    def make_folder(self, path: str) -> None:
+        """Make the folder ``path`` now, and any missing above it (a restore puts a
+        folder back where the run had put a file or a link)."""
+        if self._isdir(path):
+            return
+        parent = os.path.dirname(path)
+        if parent != path and not self._isdir(parent):
+            self.make_folder(parent)
+        if self._exists(path):
+            self.unlink(path)
+        self._mkdir(path)
+
+    def unlink(self, path: str) -> None:
+        """Remove the file or link at ``path`` now."""
+        folder, name = self._at(path)
+        os.unlink(name, dir_fd=folder)
+
+    def rmdir(self, path: str) -> None:
+        """Remove the empty folder ``path`` now."""
+        folder, name = self._at(path)
+        os.rmdir(name, dir_fd=folder)
+        self._forget(path)
+
+    def chmod_folder(self, path: str, mode: int) -> None:
+        """Give the folder at ``path`` (never what a link there leads to) ``mode`` now."""
+        at, name = self._at(path)
+        fd = os.open(name, _O_DIR | O_NOFOLLOW, dir_fd=at)
+        try:
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+
+    def remove_any(self, path: str) -> None:
+        """Remove whatever is at ``path`` (a folder with all it holds); nothing there is fine."""
+        try:
+            st = self._lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        folder, name = self._at(path)
+        if stat.S_ISDIR(st.st_mode):
+            import shutil
+
+            shutil.rmtree(name, dir_fd=folder)
+            self._forget(path)
+        else:
+            os.unlink(name, dir_fd=folder)
+
+    def _forget(self, folder: str) -> None:
+        if self.anchor is not None:
+            self.anchor.forget(folder)
+
+    def _rename_exclusive(self, temp: str, final: str) -> None:
+        src, src_name = self._at(temp)
+        dst, dst_name = self._at(final)
+        try:
+            rename_exclusive(src_name, dst_name, src, dst)
+        except FileExistsError:
+            raise TargetAppeared(final) from None
 
     def _owner(
         self, final: str, current: os.stat_result | None, folder: str | None = None
@@ -977,7 +1025,10 @@ class WritableFS(ReadOnlyFS):
     def _folder_owner(self, folder: str) -> tuple[int, int]:
         found = self._owners.get(folder)
         if found is None:
-            st = os.stat(folder)
+            if self.anchor is not None and self.anchor.holds(folder):
+                st = os.fstat(self.anchor.folder(folder))
+            else:
+                st = os.stat(folder)
             found = self._owners[folder] = (st.st_uid, st.st_gid)
         return found
 
@@ -989,46 +1040,42 @@ class WritableFS(ReadOnlyFS):
         """
         return dict(self._outcomes)
 
-    def commit(
-        self, durable_later: bool = False, meanwhile: Callable[[], None] | None = None
-    ) -> None:
+    def commit(self, meanwhile: Callable[[], None] | None = None) -> None:
         """Make every staged change durable and visible, in a crash-safe order.
 
         Temp contents reach the disk before any rename makes them visible, and
-        the renames reach the disk before the caller journals success: at once,
-        or, with ``durable_later``, by the partner while the caller verifies,
-        and then the caller calls ``durable`` before it journals.
-
-        ``meanwhile`` is work of the caller's done while the temp files flush
-        (by the partner, when one is up): on a disk, the longest wait of a batch.
+        the renames reach the disk before this returns. ``meanwhile`` is work of
+        the caller's done first (journaling the batch before).
         """
-        if self._staged:
-            self._settle()  # every temp file exists, the partner's too
-            self._flush_staged(meanwhile)
-            reach("temp-written")
-        elif meanwhile is not None:
+        if meanwhile is not None:
             meanwhile()
-        self._read_back.clear()
+        if self.anchor is not None:
+            # The folders the batch wrote into are still the ones under the root.
+            self.anchor.recheck()
+        if self._staged:
+            self._flush_staged()
+            reach("temp-written")
         self._unchanged()  # after the sync, the longest wait
         # Removals first: what a removed file or folder leaves free may be where a
         # renamed file goes (a tree restructured: x/ becomes x, or x becomes x/).
         for path in self._removals:
-            remove_any(path)
+            self.remove_any(path)
             self._dirs.add(os.path.dirname(path))
         for folder, stop in sorted(self._prunes, reverse=True):
             self.remove_empty_dirs(folder, stop)
         self._make_deferred()
         self._rename_new_folders()
-        halves = self._halves()
-        self._rename_all(halves)
-        self._read_back_later(halves[1])  # first: verification waits for it, not the flush
-        partner = self._working_partner()
-        if durable_later and partner is not None and len(self._dirs) >= SYNCFS_BATCH:
-            folders = sorted(self._dirs)
-            self._flush_by(partner, folders, functools.partial(sync_dirs, folders))
-        else:
-            sync_dirs(self._dirs)
+        self._rename_all()
+        self._sync_dirs(self._dirs)
         self._end_batch()
+        # What is read or written next (verification, the next batch) is reached from
+        # the root afresh. A commit that failed keeps the folders it had for discard,
+        # which removes the temp files where they are, even in a folder moved away.
+        self._forget_all()
+
+    def _forget_all(self) -> None:
+        if self.anchor is not None:
+            self.anchor.forget()
 
     def _end_batch(self) -> None:
         """Forget what the batch staged, once it is committed or discarded."""
@@ -1040,81 +1087,53 @@ class WritableFS(ReadOnlyFS):
         self._dirs.clear()
         self._outcomes.clear()
         self._kept.clear()
+        self._present.clear()
 
-    def durable(self) -> None:
-        """Wait until what the last commit made visible is on disk (``commit``)."""
-        if self._flushing:
-            self._settle()
-
-    def _flush_staged(self, meanwhile: Callable[[], None] | None) -> None:
-        """Flush the staged temp files; ``meanwhile`` runs as they flush."""
-        temps = [s.temp for s in self._staged]
-        # The entries of the folders made whole too, before they are renamed into place.
+    def _flush_staged(self) -> None:
+        """Flush the staged temp files, and the folders made whole that name them."""
+        files = [s.temp for s in self._staged if s.is_file and s.how != IN_NEW_FOLDER]
+        inside = [s.temp for s in self._staged if s.is_file and s.how == IN_NEW_FOLDER]
         made = list(self._making.values())
-
-        def flush() -> None:
-            sync_paths(temps, made)
-
-        partner = self._working_partner()
-        if meanwhile is None or partner is None or len(temps) < SYNCFS_BATCH:
-            if meanwhile is not None:
-                meanwhile()
-            flush()
+        everything = files + inside
+        if len(everything) >= SYNCFS_BATCH and self._syncfs(
+            {os.path.dirname(p) for p in everything}
+        ):
             return
-        self._flush_by(partner, {os.path.dirname(t) for t in temps}, flush)
-        meanwhile()
-        self._settle()  # nothing else is asked of it by now: the flush is all it owes
+        for path in everything:
+            self._fsync(path, _O_READ | O_NOFOLLOW)
+        for path in made:
+            self._fsync(path, _O_DIR | O_NOFOLLOW)
 
-    def _flush_by(
-        self, partner: Partner, folders: Iterable[str], instead: Callable[[], None]
-    ) -> None:
-        """Have the partner syncfs the file systems of ``folders`` (``instead``: how this
-        process flushes the same, should it have to)."""
-        self._flushing.append(instead)
-        partner.submit("syncfs", [os.fsencode(f) for f in file_systems(folders)])
+    def _sync_dirs(self, folders: Iterable[str]) -> None:
+        """Flush folder entries: one syncfs per file system for many, fsync each for a few."""
+        folders = sorted(set(folders))
+        if len(folders) >= SYNCFS_BATCH and self._syncfs(folders):
+            return
+        for folder in folders:
+            with contextlib.suppress(OSError):
+                self._fsync(folder, _O_DIR | O_NOFOLLOW)
 
-    def _halves(self) -> tuple[list[_Staged], list[_Staged]]:
-        """This process's share of the renames and the partner's (none without one).
-
-        A file replacing a folder stays here: the folder goes first.
-        """
-        staged = self._staged
-        if self._working_partner() is None or len(staged) < HAND_FILES:
-            return staged, []
-        half = len(staged) // 2
-        theirs = [s for s in staged[half:] if not s.replaces_dir]
-        return staged[:half] + [s for s in staged[half:] if s.replaces_dir], theirs
-
-    def _rename_all(self, halves: tuple[list[_Staged], list[_Staged]]) -> None:
-        # Files in a new folder are in place with it (``_rename_new_folders``).
-        mine = [s for s in halves[0] if s.how != IN_NEW_FOLDER]
-        theirs = [s for s in halves[1] if s.how != IN_NEW_FOLDER]
+    def _fsync(self, path: str, flags: int) -> None:
+        at, name = self._at(path)
+        fd = os.open(name, flags, dir_fd=at)
         try:
-            if theirs:
-                assert self._partner is not None
-                self._partner.submit(
-                    "rename",
-                    [(os.fsencode(s.temp), os.fsencode(s.final), s.exclusive) for s in theirs],
-                )
-            for staged in mine:
-                if staged.exclusive:
-                    _rename_exclusive(staged.temp, staged.final)
-                else:
-                    if staged.replaces_dir:
-                        _remove_tree(staged.final)
-                    os.replace(staged.temp, staged.final)
-        except BaseException:
-            self._stop_partner()  # its renames are over before anything is restored
-            raise
-        self._settle()  # every staged path's folder is in _dirs since make_parents
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
-    def _read_back_later(self, theirs: list[_Staged]) -> None:
-        """Have the partner read back and hash its share of the files just committed,
-        while this process verifies its own (``digest_file`` takes the answer)."""
-        finals = [s.final for s in theirs if self._outcomes.get(s.final, "").startswith("file:")]
-        if finals and self._partner is not None:
-            self._partner.submit("digest", ([os.fsencode(f) for f in finals], self.max_file_bytes))
-            self._awaited.update(finals)
+    def _syncfs(self, folders: Iterable[str]) -> bool:
+        """syncfs(2) on the file systems the root's ``folders`` are on; False where there
+        is none. Each is looked up by descriptor; the root's own one covers the rest."""
+        if self.anchor is None:
+            return syncfs_all(folders)
+        devices: dict[int, int] = {}
+        for folder in folders:
+            try:
+                fd = self.anchor.folder(folder)
+            except OSError:
+                continue
+            devices.setdefault(os.fstat(fd).st_dev, fd)
+        return all(syncfs_fd(fd) for fd in devices.values())
 
     def kept_as(self, path: str, st: os.stat_result | None) -> None:
         """``path`` was kept for a restore as ``st`` shows it: commit holds it to that."""
@@ -1131,71 +1150,48 @@ class WritableFS(ReadOnlyFS):
             if final in kept and witness_of(self.lstat(final)) != kept[final]:
                 raise TargetAppeared(final, "changed")
 
+    def _rename_all(self) -> None:
+        # Files in a new folder are in place with it (``_rename_new_folders``).
+        for staged in self._staged:
+            if staged.how == IN_NEW_FOLDER:
+                continue
+            if staged.exclusive:
+                self._rename_exclusive(staged.temp, staged.final)
+                continue
+            if staged.replaces_dir:
+                self.remove_any(staged.final)
+            src, src_name = self._at(staged.temp)
+            dst, dst_name = self._at(staged.final)
+            os.replace(src_name, dst_name, src_dir_fd=src, dst_dir_fd=dst)
+
     def discard(self) -> None:
         """Drop staged temp files (used when a batch fails before commit)."""
-        # It may be creating or renaming temp files: it stops first, busy or not as
-        # far as this process knows (a signal may have cut a request short).
-        self._stop_partner()
-        for staged in self._staged:
-            remove_any(staged.temp)
-        for temp, _ in self._new_folders:
-            remove_any(temp)
-        self._end_batch()
+        try:
+            for staged in self._staged:
+                with contextlib.suppress(OutsideRoot):
+                    self.remove_any(staged.temp)
+            for temp, _ in self._new_folders:
+                with contextlib.suppress(OutsideRoot):
+                    self.remove_any(temp)
+        finally:
+            self._end_batch()
+            self._forget_all()
 
     def remove_empty_dirs(self, folder: Path | str, stop: Path | str) -> None:
         """Remove ``folder`` and its parents while empty, down to and including ``stop``."""
-        current = Path(folder)
-        stop_path = Path(stop)
-        while current == stop_path or stop_path in current.parents:
+        current = os.fspath(folder)
+        top = os.fspath(stop)
+        while current == top or current.startswith(top + os.sep):
             try:
-                current.rmdir()
+                self.rmdir(current)
             except OSError:
                 return
-            self._dirs.add(os.fspath(current.parent))
-            current = current.parent
+            current = os.path.dirname(current)
+            self._dirs.add(current)
 
 
 ABSENT_OUTCOME = "absent"
 
 
-def held_at(path: str) -> str:
-    """What ``path`` holds now, spelt as ``WritableFS.outcomes`` spells it."""
-    try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return ABSENT_OUTCOME
-    if stat.S_ISLNK(st.st_mode):
-        return "link:" + os.readlink(path)
-    if stat.S_ISREG(st.st_mode):
-        with open(path, "rb") as handle:
-            return "file:" + hashlib.file_digest(handle, "sha256").hexdigest()
-    return "other"
-
-
 def _is_dir(st: os.stat_result | None) -> bool:
     return st is not None and stat.S_ISDIR(st.st_mode)
-
-
-def _rename_exclusive(temp: str, final: str) -> None:
-    try:
-        rename_exclusive(temp, final)
-    except FileExistsError:
-        raise TargetAppeared(final) from None
-
-
-def remove_any(path: str) -> None:
-    """Remove whatever is at ``path`` (a folder with all it holds); nothing there is fine."""
-    try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    if stat.S_ISDIR(st.st_mode):
-        _remove_tree(path)
-    else:
-        os.unlink(path)
-
-
-def _remove_tree(path: str) -> None:
-    import shutil
-
-    shutil.rmtree(path)

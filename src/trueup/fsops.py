@@ -1,6 +1,6 @@
 """File-system steps shared by trueup and its helper processes.
 
-The read-ahead (readahead.py) and the commit partner (partner.py) run in a
+The read-ahead (readahead.py) runs in a
 bare interpreter (``python -I -S``) that starts in ~10 ms because it imports
 the standard library only: what they share with fs.py lives here, free of
 trueup's other imports.
@@ -38,7 +38,13 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def create_temp(temp: str | bytes, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
+def create_temp(
+    temp: str | bytes,
+    data: bytes,
+    mode: int,
+    owner: tuple[int, int] | None,
+    dir_fd: int | None = None,
+) -> None:
     """A new file at ``temp`` holding ``data``; never opens one that is already there.
 
     Created private (0600) and given its mode only once written and owned,
@@ -46,7 +52,7 @@ def create_temp(temp: str | bytes, data: bytes, mode: int, owner: tuple[int, int
     a moment. The mode is always set explicitly: a folder's default ACL
     overrides the umask, and a chown clears setuid and setgid bits.
     """
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC, 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
         write_all(fd, data)
         if owner is not None:
@@ -56,7 +62,12 @@ def create_temp(temp: str | bytes, data: bytes, mode: int, owner: tuple[int, int
         os.close(fd)
 
 
-def rename_exclusive(temp: str | bytes, final: str | bytes) -> None:
+def rename_exclusive(
+    temp: str | bytes,
+    final: str | bytes,
+    src_dir_fd: int | None = None,
+    dst_dir_fd: int | None = None,
+) -> None:
     """Rename ``temp`` to ``final`` only if nothing is at ``final``, atomically.
 
     renameat2(RENAME_NOREPLACE) makes "still absent" and "now ours" one step,
@@ -67,19 +78,21 @@ def rename_exclusive(temp: str | bytes, final: str | bytes) -> None:
     """
     rename2 = _renameat2()
     if rename2 is not None:
-        if (
-            rename2(_AT_FDCWD, os.fsencode(temp), _AT_FDCWD, os.fsencode(final), _RENAME_NOREPLACE)
-            == 0
-        ):
+        src = _AT_FDCWD if src_dir_fd is None else src_dir_fd
+        dst = _AT_FDCWD if dst_dir_fd is None else dst_dir_fd
+        if rename2(src, os.fsencode(temp), dst, os.fsencode(final), _RENAME_NOREPLACE) == 0:
             return
         err = ctypes.get_errno()
         if err not in _NOREPLACE_UNSUPPORTED:
             raise (FileExistsError if err == errno.EEXIST else OSError)(
                 err, os.strerror(err), final
             )
-    if os.path.lexists(final):
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), final)
-    os.rename(temp, final)
+    try:
+        os.lstat(final, dir_fd=dst_dir_fd)
+    except FileNotFoundError:
+        os.rename(temp, final, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+        return
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), final)
 
 
 @functools.cache
@@ -284,11 +297,17 @@ def _syncfs(folder: str | bytes) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
         return False
     try:
-        return bool(libc.syncfs(fd) == 0)
+        return syncfs_fd(fd)
     finally:
         os.close(fd)
+
+
+def syncfs_fd(fd: int) -> bool:
+    """syncfs(2) on the file system holding the open ``fd``; False where unavailable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    return bool(ctypes.CDLL(None, use_errno=True).syncfs(fd) == 0)

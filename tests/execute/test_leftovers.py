@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trueup.execute.leftovers import declared_targets, run_mark, sweep_run_temp_files
+from trueup.fs import WritableFS
 
 
 def test_only_this_runs_temp_files_go_and_only_under_the_root(tmp_path: Path) -> None:
@@ -22,7 +23,9 @@ def test_only_this_runs_temp_files_go_and_only_under_the_root(tmp_path: Path) ->
     theirs = [root / f".a.txt{run_mark('r2')}1", outside / f".e{run_mark('r1')}5", root / "keep"]
     for path in [*mine, *theirs]:
         path.write_text("x")
-    removed = sweep_run_temp_files(str(root), "r1", ["a.txt", "d/tree", "d/link/e", "../outside/e"])
+    fs = WritableFS(tag="abandon")
+    removed = sweep_run_temp_files(fs, str(root), "r1", ["a.txt", "d/tree", "d/link/e", "../x/e"])
+    fs.close()
     assert removed == 4
     assert not any(path.exists() for path in mine)
     assert not (root / f".new{run_mark('r1')}4").exists()

@@ -602,8 +602,8 @@ def test_a_killed_runs_pid_taken_by_another_process_does_not_keep_it_alive(
         other.wait()
 
 
-# A tree big enough that a partner process shares the batch (trueup/partner.py):
-# it may be creating temp files when the parent is killed or interrupted.
+# A tree big enough that its new folders are made whole under temp names and its
+# batch spans many folders: killed or interrupted, all of it lands or none does.
 BIG = 600
 BIG_PROFILE = """
 [profile]
@@ -636,7 +636,7 @@ def landed(world: World) -> list[int]:
 
 
 @pytest.mark.parametrize("boundary", ["outcomes-noted", "temp-written", "mutated"])
-def test_a_big_batch_killed_while_shared_with_a_partner_recovers_whole(
+def test_a_big_batch_killed_mid_commit_recovers_whole(
     world: World, boundary: str
 ) -> None:
     profile = big_tree(world)
@@ -650,19 +650,17 @@ def test_a_big_batch_killed_while_shared_with_a_partner_recovers_whole(
     assert temp_files(world.root) == []
 
 
-def test_a_big_batch_interrupted_while_shared_with_a_partner_is_restored(world: World) -> None:
+def test_a_big_batch_interrupted_mid_commit_is_restored(world: World) -> None:
     profile = big_tree(world)
     crash = {"TRUEUP_CRASH_AT": "outcomes-noted:1:SIGINT"}
     stopped = world.run("apply", profile, "--root", str(world.root), "--yes", env=crash)
     assert stopped.code == 7, stopped.out + stopped.err
-    time.sleep(0.2)  # a partner left working would have created files by now
     assert landed(world) == []
     assert temp_files(world.root) == []
 
 
 def file_resources(world: World) -> str:
-    """The big tree as one file resource per file: enough writes that the partner is
-    started with the run, and up by the third batch of 200."""
+    """The big tree as one file resource per file: three batches of 200."""
     big_tree(world)
     text = BIG_PROFILE.split("[[resource]]")[0]
     for i in range(BIG):
@@ -672,19 +670,18 @@ def file_resources(world: World) -> str:
 
 
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGINT"])
-def test_a_batch_recorded_while_the_partner_flushes_the_next_one_stops_cleanly(
+def test_a_batch_recorded_before_the_next_one_commits_stops_cleanly(
     world: World, signal_name: str
 ) -> None:
-    """The second batch is journaled while the third one's temp files flush: killed
-    there, recover finishes; interrupted there, the first two batches stay and the
-    third is restored, with no temp file left behind by either process."""
+    """The second batch is journaled as the third one commits: killed there, recover
+    finishes; interrupted there, the first two batches stay and the third is
+    restored, with no temp file left behind."""
     profile = file_resources(world)
     env = {"TRUEUP_BATCH_SIZE": "200"}
     crash = {**env, "TRUEUP_CRASH_AT": f"journal-succeeded:2:{signal_name}"}
     stopped = world.run("apply", profile, "--root", str(world.root), "--yes", env=crash)
     assert stopped.code == (-9 if signal_name == "SIGKILL" else 7), stopped.out + stopped.err
     if signal_name == "SIGINT":
-        time.sleep(0.2)  # a partner left working would have created files by now
         assert temp_files(world.root) == []
     assert landed(world) == list(range(400))
     recovered = world.run("recover", env=env)

@@ -16,6 +16,7 @@ BOUNDARIES = (
     "journal-pending",
     "rollback-flushed",
     "journal-running",
+    "temp-created",
     "outcomes-noted",
     "temp-written",
     "mutated",

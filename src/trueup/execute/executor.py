@@ -200,7 +200,6 @@ class Executor:
     def execute(self, plan: Plan, first_seq: int = 0) -> RunResult:
         self._observed = plan.observed
         journaled = [a for a in plan.actions if a.type is not ActionType.NO_OP]
-        self.fs.expect(sum(a.changes_target for a in journaled))  # while the journal is written
         try:
             self.store.add_actions(self.run.id, journaled, first_seq, plan.observed)
             reach("journal-pending")
@@ -366,7 +365,6 @@ class Executor:
                 seq, action, _ = done[i]
                 self._passed(seq, action, checked)
                 done[i] = (seq, action, checked)
-        self.fs.durable()  # before the journal says so
         self._unrecorded = done  # during the next batch's commit, or at the end
         self._current = []
         if not captures:  # what a remote call did is journaled right after it
@@ -407,9 +405,8 @@ class Executor:
 
     def _commit(self, captures: Sequence[Capture], manifest: str | None) -> None:
         try:
-            # Renames flushed while this process verifies; the batch before recorded
-            # while the temp files flush.
-            self.fs.commit(durable_later=True, meanwhile=self._record_verified)
+            # The batch before is recorded first: it is verified, and durable.
+            self.fs.commit(meanwhile=self._record_verified)
         except TargetAppeared as appeared:
             # The path itself, or a folder the batch was making whole for it, and all
             # the batch was to put in that folder.
@@ -655,7 +652,7 @@ def restore_interrupted(
     those must be empty by then.
     """
     running = in_flight(journaled)
-    swept = rollback.sweep_temp_files()
+    swept = rollback.sweep_temp_files(fs)
     kept = restore_run(store, run, rollback, fs, running)
     return Restored(len(running), swept, kept)
 

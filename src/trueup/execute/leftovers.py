@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trueup.fs import TEMP_MARK
+from trueup.anchor import OutsideRoot
+from trueup.fs import TEMP_MARK, WritableFS
+from trueup.paths import TargetError, normalise_target
 
 if TYPE_CHECKING:
     from trueup.state.store import RunInfo, Store
@@ -56,73 +57,65 @@ def declared_targets(declaration: str | None) -> list[str]:
     ]
 
 
-def sweep_run_temp_files(root: str, run_id: str, targets: Iterable[str]) -> int:
+def sweep_run_temp_files(fs: WritableFS, root: str, run_id: str, targets: Iterable[str]) -> int:
     """Remove every temp file or folder of run ``run_id`` around and inside ``targets``
     (relative to ``root``); how many were removed.
 
-    Nothing outside the root is looked at: a target that leads out of it
-    (``..``, a link on the way) is passed over.
+    Nothing outside the root is looked at: every folder is reached from the
+    root down (``fs.confine``), and a target that leads out of it (``..``, a
+    link on the way) is passed over.
     """
+    fs.confine(root)
     real_root = os.path.realpath(root)
     mark = run_mark(run_id)
     listed: set[str] = set()
     walked: set[str] = set()
     removed = 0
     for target in targets:
-        path = os.path.realpath(os.path.join(real_root, target))
-        if not path.startswith(real_root + os.sep):
+        try:
+            path = real_root + "/" + normalise_target(target)
+        except TargetError:
             continue
         folder = os.path.dirname(path)
-        while folder.startswith(real_root) and folder not in listed:
+        while folder not in listed:
             listed.add(folder)
-            removed += _remove_marked(folder, mark)
+            removed += _remove_marked(fs, folder, mark)
             if folder == real_root:
                 break
             folder = os.path.dirname(folder)
         if path not in walked:
             walked.add(path)
-            removed += _walk(path, mark, _MOST_DEPTH)
+            removed += _walk(fs, path, mark, _MOST_DEPTH)
     return removed
 
 
-def _remove_marked(folder: str, mark: str) -> int:
+def _remove_marked(fs: WritableFS, folder: str, mark: str) -> int:
     try:
-        names = os.listdir(folder)
-    except OSError:
+        names = fs.names(folder)
+    except (OSError, OutsideRoot):
         return 0
     removed = 0
     for name in names:
         if mark in name:
-            with contextlib.suppress(OSError):
-                _remove(os.path.join(folder, name))
+            with contextlib.suppress(OSError, OutsideRoot):
+                fs.remove_any(f"{folder}/{name}")
                 removed += 1
     return removed
 
 
-def _remove(path: str) -> None:
-    if stat.S_ISDIR(os.lstat(path).st_mode):
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)
-
-
-def _walk(folder: str, mark: str, depth: int) -> int:
+def _walk(fs: WritableFS, folder: str, mark: str, depth: int) -> int:
     """``_remove_marked`` in ``folder`` and every real folder below it (links not followed)."""
     try:
-        st = os.lstat(folder)
-    except OSError:
+        st = fs.lstat(folder)
+        if st is None or not stat.S_ISDIR(st.st_mode) or depth == 0:
+            return 0
+        names = fs.names(folder)
+    except (OSError, OutsideRoot):
         return 0
-    if not stat.S_ISDIR(st.st_mode) or depth == 0:
-        return 0
-    removed = _remove_marked(folder, mark)
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return removed
-    for entry in entries:
-        with contextlib.suppress(OSError):
-            if entry.is_dir(follow_symlinks=False):
-                removed += _walk(entry.path, mark, depth - 1)
+    removed = _remove_marked(fs, folder, mark)
+    for name in names:
+        if mark not in name:
+            removed += _walk(fs, f"{folder}/{name}", mark, depth - 1)
     return removed
 
 
@@ -133,4 +126,8 @@ def sweep_abandoned(store: Store, run: RunInfo) -> int:
         return 0  # an org's run writes nothing under a root
     targets = [applied.resource.target for applied in store.applied(run.target.key).values()]
     targets += declared_targets(run.declaration)
-    return sweep_run_temp_files(run.target.location, run.id, targets)
+    fs = WritableFS(tag=run.id)
+    try:
+        return sweep_run_temp_files(fs, run.target.location, run.id, targets)
+    finally:
+        fs.close()

@@ -115,7 +115,7 @@ def apply_profile(ctx: StepContext) -> Mapping[str, Any]:
         run,
         prepared.resources,
         prepared.applied,
-        WritableFS(prepared.fs.cache, engine.settings.max_file_bytes, tag=run.id, partner=True),
+        WritableFS(prepared.fs.cache, engine.settings.max_file_bytes, tag=run.id),
         rollback,
         prepared.root,
         batch_size=engine.settings.batch_size,

@@ -28,8 +28,6 @@ from trueup.fs import (
     ABSENT_OUTCOME,
     TEMP_MARK,
     WritableFS,
-    held_at,
-    remove_any,
     sha256_bytes,
 )
 from trueup.fsops import sync_paths
@@ -84,7 +82,7 @@ class RollbackStore:
         exists: dict[str, bool] = {}  # folder -> is it there; shared by the batch
         above: dict[str, list[str]] = {}
         for item in items:
-            missing = self._missing_dirs(item.paths, exists, above)
+            missing = self._missing_dirs(item.paths, exists, above, fs)
             snaps = [
                 # In a folder that is not there, nothing is: no need to look.
                 {"path": path, "state": "absent"}
@@ -98,7 +96,7 @@ class RollbackStore:
                 "applied": item.applied,
             }
             if item.prunes:  # a pruned folder comes back with its own mode
-                manifest[str(item.seq)]["folder_modes"] = _folder_modes(item.paths, self.root)
+                manifest[str(item.seq)]["folder_modes"] = _folder_modes(item.paths, self.root, fs)
         name = f"batch-{items[0].seq}.json" if items else "batch-empty.json"
         target = self.base / name
         write_file(target, storage_json(manifest))
@@ -116,7 +114,7 @@ class RollbackStore:
         if st is None:
             return {"path": path, "state": "absent"}
         if stat.S_ISLNK(st.st_mode):
-            return {"path": path, "state": "symlink", "link": os.readlink(path)}
+            return {"path": path, "state": "symlink", "link": fs.readlink(path)}
         if stat.S_ISDIR(st.st_mode):
             return {"path": path, "state": "directory"}
         data = fs.read_bytes(path, st)
@@ -136,7 +134,11 @@ class RollbackStore:
         return {"path": path, "state": "file", "blob": blob, "mode": stat.S_IMODE(st.st_mode)}
 
     def _missing_dirs(
-        self, paths: Sequence[str], exists: dict[str, bool], above: dict[str, list[str]]
+        self,
+        paths: Sequence[str],
+        exists: dict[str, bool],
+        above: dict[str, list[str]],
+        fs: WritableFS,
     ) -> list[str]:
         """Folders a write would create, deepest first, so a restore can remove them.
 
@@ -144,14 +146,16 @@ class RollbackStore:
         shared by a batch, whose files go many to a folder.
         """
         if len(paths) == 1:
-            return self._missing_above(os.path.dirname(paths[0]), exists, above)
+            return self._missing_above(os.path.dirname(paths[0]), exists, above, fs)
         missing = {
-            d for path in paths for d in self._missing_above(os.path.dirname(path), exists, above)
+            d
+            for path in paths
+            for d in self._missing_above(os.path.dirname(path), exists, above, fs)
         }
         return sorted(missing, key=lambda p: (-p.count(os.sep), p))
 
     def _missing_above(
-        self, folder: str, exists: dict[str, bool], above: dict[str, list[str]]
+        self, folder: str, exists: dict[str, bool], above: dict[str, list[str]], fs: WritableFS
     ) -> list[str]:
         """``folder`` and its parents inside the root that do not exist, deepest first."""
         known = above.get(folder)
@@ -163,7 +167,8 @@ class RollbackStore:
         while parent.startswith(prefix):
             there = exists.get(parent)
             if there is None:
-                there = exists[parent] = os.path.isdir(parent)
+                st = fs.lstat(parent)
+                there = exists[parent] = st is not None and stat.S_ISDIR(st.st_mode)
             if there:
                 break
             missing.append(parent)
@@ -247,38 +252,41 @@ class RollbackStore:
         folder the run turned into a file (or a file it turned into a folder)
         is back before what it held.
         """
+        fs.confine(self.root)
         entry = self.load(ref)
         written = self._written(ref)
         kept: list[str] = []
         modes: dict[str, int] = entry.get("folder_modes", {})
-        pruned = [folder for folder in modes if not os.path.isdir(folder)]
+        pruned = [folder for folder in modes if not _is_folder(fs, folder)]
         snapshots = entry["snapshots"]
         added = [snap for snap in snapshots if snap["state"] == "absent"]
         for snap in sorted(added, key=_depth, reverse=True):
-            if self._run_wrote(snap, written, kept):
+            if self._run_wrote(snap, written, kept, fs):
                 fs.remove(snap["path"])
         fs.commit()
         for folder in entry["missing_dirs"]:  # deepest first
             with contextlib.suppress(OSError):
-                os.rmdir(folder)
+                fs.rmdir(folder)
         there = [snap for snap in snapshots if snap["state"] != "absent"]
         for snap in sorted(there, key=_depth):
-            if self._run_wrote(snap, written, kept):
+            if self._run_wrote(snap, written, kept, fs):
                 self._put_back(snap, fs)
         fs.commit()
         for folder in pruned:  # recreated by the writes above, with default modes
             with contextlib.suppress(OSError):
-                os.chmod(folder, modes[folder])
+                fs.chmod_folder(folder, modes[folder])
         applied: dict[str, Any] | None = entry["applied"]
         return applied, kept
 
     @staticmethod
-    def _run_wrote(snap: dict[str, Any], written: dict[str, str], kept: list[str]) -> bool:
+    def _run_wrote(
+        snap: dict[str, Any], written: dict[str, str], kept: list[str], fs: WritableFS
+    ) -> bool:
         """Whether ``snap``'s path differs from it and holds what the run wrote there
         (if it holds anything else, somebody changed it since: it goes to ``kept``)."""
         path = snap["path"]
-        now = held_at(path)
-        if now == _as_outcome(snap) and not _mode_differs(snap, path):
+        now = fs.held_at(path)
+        if now == _as_outcome(snap) and not _mode_differs(snap, path, fs):
             return False  # as it was before the run
         if written.get(path) != now:
             kept.append(path)
@@ -295,9 +303,7 @@ class RollbackStore:
         elif state == "symlink":
             fs.symlink(path, snap["link"])
         else:  # a folder, where the run put a file or a link
-            if os.path.lexists(path) and not os.path.isdir(path):
-                os.unlink(path)
-            os.makedirs(path, exist_ok=True)
+            fs.make_folder(path)
 
     def _written(self, ref: str) -> dict[str, str]:
         path = self.base / _written_name(ref.partition("#")[0])
@@ -321,7 +327,7 @@ class RollbackStore:
                 continue
             yield from entries.values()
 
-    def sweep_temp_files(self) -> int:
+    def sweep_temp_files(self, fs: WritableFS) -> int:
         """Remove temp files a killed run left beside the paths it was changing, and the
         folders it was making whole under temp names beside the outermost of them."""
         folders: set[str] = set()
@@ -329,19 +335,20 @@ class RollbackStore:
             folders.update(os.path.dirname(s["path"]) for s in entry["snapshots"])
             if entry["missing_dirs"]:  # deepest first
                 folders.add(os.path.dirname(entry["missing_dirs"][-1]))
+        fs.confine(self.root)
         removed = 0
         for folder in folders:
             try:
-                names = os.listdir(folder)
+                names = fs.names(folder)
             except OSError:
                 continue
             for name in names:
                 if TEMP_MARK in name:
-                    remove_any(os.path.join(folder, name))
+                    fs.remove_any(os.path.join(folder, name))
                     removed += 1
         return removed
 
-    def remove_empty_folders(self) -> None:
+    def remove_empty_folders(self, fs: WritableFS) -> None:
         """Remove folders the run created that nothing is in (after ``sweep_temp_files``).
 
         A run killed before its renames leaves only those behind; a folder that
@@ -350,34 +357,38 @@ class RollbackStore:
         for entry in self._entries():
             for folder in entry["missing_dirs"]:  # deepest first
                 with contextlib.suppress(OSError):
-                    os.rmdir(folder)
+                    fs.rmdir(folder)
 
     def discard(self) -> None:
         """Remove the run's material; failures here never change an outcome."""
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-def _folder_modes(paths: Iterable[str], root: Path) -> dict[str, int]:
+def _folder_modes(paths: Iterable[str], root: Path, fs: WritableFS) -> dict[str, int]:
     """The modes of the folders above ``paths``, below ``root``, that exist now."""
     modes: dict[str, int] = {}
     top = str(root)
     for path in paths:
         folder = os.path.dirname(path)
         while folder.startswith(top + os.sep) and folder not in modes:
-            with contextlib.suppress(OSError):
-                modes[folder] = stat.S_IMODE(os.lstat(folder).st_mode)
+            st = fs.lstat(folder)
+            if st is not None:
+                modes[folder] = stat.S_IMODE(st.st_mode)
             folder = os.path.dirname(folder)
     return modes
 
 
-def _mode_differs(snap: dict[str, Any], path: str) -> bool:
+def _mode_differs(snap: dict[str, Any], path: str, fs: WritableFS) -> bool:
     """A file back to its bytes may still hold the run's mode (the executable bit)."""
     if snap["state"] != "file":
         return False
-    try:
-        return stat.S_IMODE(os.lstat(path).st_mode) != int(snap["mode"])
-    except OSError:
-        return False
+    st = fs.lstat(path)
+    return st is not None and stat.S_IMODE(st.st_mode) != int(snap["mode"])
+
+
+def _is_folder(fs: WritableFS, path: str) -> bool:
+    st = fs.lstat(path)
+    return st is not None and stat.S_ISDIR(st.st_mode)
 
 
 def _written_name(manifest: str) -> str:
@@ -389,7 +400,7 @@ def _depth(snap: dict[str, Any]) -> int:
 
 
 def _as_outcome(snap: dict[str, Any]) -> str:
-    """A snapshot spelt as ``fs.held_at`` spells what a path holds."""
+    """A snapshot spelt as ``ReadOnlyFS.held_at`` spells what a path holds."""
     state = snap["state"]
     if state == "file":
         return "file:" + str(snap["blob"])

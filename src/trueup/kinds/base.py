@@ -37,6 +37,8 @@ class ObserveContext:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "resolver", RootResolver(self.root))
+        # Every target is then reached from the root down (anchor.py).
+        self.fs.confine(self.resolver.root)
 
     def path(self, target: str) -> Path:
         return self.resolver.resolve(target)
