@@ -22,15 +22,24 @@ CONFIG = (
 MINE_TOML = '# my settings\nmodel = "o3"  # the one I like\ntheme = "dark"\n'
 
 
-@pytest.mark.parametrize(("policy", "force"), [("replace", ()), ("replace-if-unmodified", ("f",))])
+@pytest.mark.parametrize("force", [(), ("f",)])
 def test_a_file_trueup_never_wrote_is_replaced_only_as_a_destroying_step(
-    machine: Machine, policy: str, force: tuple[str, ...]
+    machine: Machine, force: tuple[str, ...]
 ) -> None:
-    body = FILE + f'policy = "{policy}"\n'
     machine.put("notes.md", "my own notes\n")
-    action = machine.action(body, "f", force)
+    action = machine.action(FILE, "f", force)  # the default policy: replace
     assert action.type is T.WRITE_FILE and action.destroys
     assert "trueup never wrote" in action.summary
+
+
+def test_under_replace_if_unmodified_it_is_drift_and_overwrite_is_the_decision(
+    machine: Machine,
+) -> None:
+    body = FILE + 'policy = "replace-if-unmodified"\n'
+    machine.put("notes.md", "my own notes\n")
+    assert machine.action(body, "f").type is T.DRIFT_CONFLICT
+    taken = machine.action(body, "f", ("f",))
+    assert taken.type is T.WRITE_FILE and not taken.destroys
 
 
 def test_a_file_trueup_wrote_is_updated_without_confirmation(machine: Machine) -> None:

@@ -284,7 +284,7 @@ class FileKind(Kind):
             return _conflict(obstacle(observed), resource, observed, applied, BY_HAND)
         if observed.state == "absent":
             return Decision(ActionType.WRITE_FILE, f"create {_shape(resource)}", _CREATE)
-        if applied is None and (resource.policy == "replace" or force):
+        if applied is None and resource.policy == "replace":
             return _replacing_theirs(resource)
         if resource.policy == "replace" or force:
             return Decision(ActionType.WRITE_FILE, f"update {_shape(resource)}")
@@ -496,7 +496,8 @@ def _replacing_theirs(resource: Resource) -> Decision:
 
     It is somebody's work that no record can give back once the run is over, so
     the step destroys data: it waits for the target's name typed (``--confirm``),
-    never ``--yes`` alone, whichever policy (or ``--overwrite``) led here.
+    never ``--yes`` alone. (Under replace-if-unmodified such a file is drift, and
+    ``--overwrite ID``, given after the plan showed it, is that decision already.)
     """
     shape = _shape(resource)
     return Decision(
