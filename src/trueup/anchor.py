@@ -34,6 +34,14 @@ _MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks
 _HELD = 64  # descriptors kept open: a batch's folders, not a whole tree's
 
 
+def named(exc: OSError, path: str) -> OSError:
+    """``exc`` naming ``path`` whole: a call relative to a folder descriptor names only
+    the last name, and a message must say which file."""
+    if exc.filename is not None and not os.fsdecode(exc.filename).startswith("/"):
+        exc.filename = path
+    return exc
+
+
 class OutsideRoot(ApplyFailedError):
     """A path under the root leads outside it now (a link, or a folder swapped)."""
 
@@ -81,7 +89,10 @@ class Anchor:
         """
         found = self._dirs.pop(path, None)
         if found is None:
-            found = self._open(path)
+            try:
+                found = self._open(path)
+            except OSError as exc:
+                raise named(exc, path) from None
             st = os.fstat(found)
             seen = self._seen.setdefault(path, (st.st_dev, st.st_ino))
             if seen != (st.st_dev, st.st_ino):

@@ -45,6 +45,7 @@ from trueup.kinds.base import ObserveContext
 from trueup.model import (
     HANDED_OVER,
     OVERSIZED,
+    UNREADABLE,
     Action,
     ActionType,
     Applied,
@@ -743,6 +744,8 @@ def observe_all(
             raise UsageError(
                 f"{where}: resource {resource.id!r}: {exc.message}", hint=exc.hint
             ) from None
+        except PermissionError as exc:  # this target waits for a person; the rest goes on
+            observed[resource.id] = Observed(UNREADABLE, None, {"reason": os_problem(exc)})
         except OSError as exc:  # the target is the user's to fix (see errors.user_paths)
             raise UsageError(
                 f"{where}: resource {resource.id!r}: field 'target': {os_problem(exc)}"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from trueup.anchor import ANCHORED, O_DIR, O_NOFOLLOW, Anchor, OutsideRoot
+from trueup.anchor import ANCHORED, O_DIR, O_NOFOLLOW, Anchor, OutsideRoot, named
 from trueup.errors import ConflictError, UsageError
 from trueup.execute.crashpoints import reach
 from trueup.fsops import (
@@ -278,7 +278,10 @@ class ReadOnlyFS:
 
     def _lstat(self, path: str) -> os.stat_result:
         folder, name = self._at(path)
-        return os.lstat(name, dir_fd=folder)
+        try:
+            return os.lstat(name, dir_fd=folder)
+        except OSError as exc:
+            raise named(exc, path) from None
 
     def read_ahead(self, profile: str, sources: Callable[[], list[str]]) -> None:
         """Have the ``sources`` that ``profile`` declares hashed by a second process
@@ -390,7 +393,7 @@ class ReadOnlyFS:
                     f"{key} became a symlink while trueup read it; it was not read",
                     hint="compute the plan again",
                 ) from None
-            raise
+            raise named(exc, key) from None
         try:
             data = os.read(fd, size + 1)
             while len(data) <= self.max_file_bytes and len(data) > size:
@@ -756,7 +759,8 @@ class WritableFS(ReadOnlyFS):
 
     def _mkdir(self, path: str) -> None:
         folder, name = self._at(path)
-        os.mkdir(name, dir_fd=folder)
+        with _naming(path):
+            os.mkdir(name, dir_fd=folder)
 
     def _place(self, final: str) -> _Place:
         """Where to stage ``final``: beside it when its folder exists; else in the folder
@@ -911,7 +915,8 @@ class WritableFS(ReadOnlyFS):
         self._staged.append(_Staged(temp, final, _is_dir(current), exclusive, place.how))
         owner = self._owner(final, current, place.folder)
         folder, name = self._at(temp)
-        create_temp(name, data, mode, owner, dir_fd=folder)
+        with _naming(temp):
+            create_temp(name, data, mode, owner, dir_fd=folder)
         reach("temp-created")
         self._outcomes[final] = "file:" + digest
 
@@ -931,7 +936,8 @@ class WritableFS(ReadOnlyFS):
             _Staged(temp, final, _is_dir(current), exclusive, place.how, is_file=False)
         )
         folder, name = self._at(temp)
-        os.symlink(link, name, dir_fd=folder)
+        with _naming(temp):
+            os.symlink(link, name, dir_fd=folder)
         owner = self._owner(final, current, place.folder)
         if owner is not None:
             os.chown(name, *owner, dir_fd=folder, follow_symlinks=False)
@@ -963,12 +969,14 @@ class WritableFS(ReadOnlyFS):
     def unlink(self, path: str) -> None:
         """Remove the file or link at ``path`` now."""
         folder, name = self._at(path)
-        os.unlink(name, dir_fd=folder)
+        with _naming(path):
+            os.unlink(name, dir_fd=folder)
 
     def rmdir(self, path: str) -> None:
         """Remove the empty folder ``path`` now."""
         folder, name = self._at(path)
-        os.rmdir(name, dir_fd=folder)
+        with _naming(path):
+            os.rmdir(name, dir_fd=folder)
         self._forget(path)
 
     def chmod_folder(self, path: str, mode: int) -> None:
@@ -1003,7 +1011,8 @@ class WritableFS(ReadOnlyFS):
         src, src_name = self._at(temp)
         dst, dst_name = self._at(final)
         try:
-            rename_exclusive(src_name, dst_name, src, dst)
+            with _naming(final):
+                rename_exclusive(src_name, dst_name, src, dst)
         except FileExistsError:
             raise TargetAppeared(final) from None
 
@@ -1162,7 +1171,8 @@ class WritableFS(ReadOnlyFS):
                 self.remove_any(staged.final)
             src, src_name = self._at(staged.temp)
             dst, dst_name = self._at(staged.final)
-            os.replace(src_name, dst_name, src_dir_fd=src, dst_dir_fd=dst)
+            with _naming(staged.final):
+                os.replace(src_name, dst_name, src_dir_fd=src, dst_dir_fd=dst)
 
     def discard(self) -> None:
         """Drop staged temp files (used when a batch fails before commit)."""
@@ -1191,6 +1201,15 @@ class WritableFS(ReadOnlyFS):
 
 
 ABSENT_OUTCOME = "absent"
+
+
+@contextlib.contextmanager
+def _naming(path: str) -> Iterator[None]:
+    """An error of the calls inside names ``path`` whole (``anchor.named``)."""
+    try:
+        yield
+    except OSError as exc:
+        raise named(exc, path) from None
 
 
 def _is_dir(st: os.stat_result | None) -> bool:

@@ -102,6 +102,8 @@ class Observed:
 ABSENT = Observed("absent")
 #: A live file over the size limit: trueup will not read it, so cannot compare it.
 OVERSIZED = "oversized"
+#: A live target trueup may not read (permission denied): not compared, left alone.
+UNREADABLE = "unreadable"
 
 
 @fast_init

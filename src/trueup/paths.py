@@ -21,6 +21,9 @@ class TargetError(ValueError):
 
 
 _NAME_MAX = 255  # bytes in one file name, on every common file system
+# Bytes in a whole target: PATH_MAX (4096 on Linux) less room for the root, so a
+# target is one the tools a person uses on it can name too.
+_PATH_MAX = 3072
 #: Names in one target: far more than any setup needs, and few enough that a walk
 #: of its folders, one by one from the root, never runs out of stack.
 MAX_TARGET_DEPTH = 128
@@ -49,6 +52,13 @@ def normalise_target(raw: str) -> str:
         shown = raw if len(raw) <= 80 else f"{raw[:40]}…{raw[-30:]}"
         raise TargetError(
             f"target {shown!r} is {len(parts)} names deep; at most {MAX_TARGET_DEPTH} are allowed"
+        )
+    size = len(text) if plain else len(text.encode("utf-8", "surrogatepass"))
+    if size > _PATH_MAX:
+        shown = raw if len(raw) <= 80 else f"{raw[:40]}…{raw[-30:]}"
+        raise TargetError(
+            f"target {shown!r}: a path of {size} bytes is too long for the file system "
+            f"(at most {_PATH_MAX} below the root)"
         )
     if plain and len(text) <= _NAME_MAX:
         return "/".join(parts)  # no name in it can be too long

@@ -14,12 +14,13 @@ from typing import Any
 
 from trueup import kinds
 from trueup.errors import UsageError
-from trueup.kinds.base import Decision
+from trueup.kinds.base import BY_HAND, Decision
 from trueup.model import (
     ABSENT,
     FREES,
     HANDED_OVER,
     OVERSIZED,
+    UNREADABLE,
     Action,
     ActionType,
     Applied,
@@ -120,7 +121,7 @@ def compute_plan(
         covering = None if heir is not None else covered.get(rid)
         if rid in clearing:
             decision = clearing[rid]
-        elif seen.state == OVERSIZED:
+        elif seen.state in (OVERSIZED, UNREADABLE):
             decision = _unreadable(seen)
         elif covering is not None and not (
             decided[covering].type.applies or covering in applied
@@ -333,7 +334,7 @@ def _decide(resource: Resource, seen: Observed, record: Applied | None, forced: 
 
     ``record`` is the resource's own, or one it took over from a renamed id.
     """
-    if seen.state == OVERSIZED:
+    if seen.state in (OVERSIZED, UNREADABLE):
         return _unreadable(seen)
     kind = kinds.get(resource.kind)
     plan = kind.plan
@@ -361,10 +362,19 @@ def _decide(resource: Resource, seen: Observed, record: Applied | None, forced: 
 
 
 def _unreadable(seen: Observed) -> Decision:
-    """A live file too big to read cannot be compared, so nothing is decided about it.
+    """A live file too big to read, or that trueup may not read, cannot be compared, so
+    nothing is decided about it.
 
     Only this resource waits for a person; the rest of the plan goes on.
     """
+    if seen.state == UNREADABLE:
+        return Decision(
+            ActionType.DRIFT_CONFLICT,
+            f"drift: {seen.detail['reason']}: trueup may not read it, so it is not compared "
+            "and left exactly as it is; give your user access to it (or move it away), then "
+            "plan again",
+            BY_HAND,
+        )
     return Decision(
         ActionType.HUMAN_ACTION,
         f"{seen.detail['reason']}: not read, so not compared; rerun with a larger "
