@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import keyring
 import pytest
-from keyring.backend import KeyringBackend
 
 from trueup.errors import UsageError
 from trueup.redact import PLACEHOLDER, SEALED, redact, unseal
@@ -22,30 +20,12 @@ from trueup.sealing import (
 )
 
 
-class MemoryKeyring(KeyringBackend):
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.values: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.values.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.values[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        self.values.pop((service, username), None)
-
-
 @pytest.fixture
-def memory_keyring() -> Iterator[MemoryKeyring]:
-    before = keyring.get_keyring()
-    ring = MemoryKeyring()
-    keyring.set_keyring(ring)
-    yield ring
-    keyring.set_keyring(before)
+def memory_keyring(monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str, str], str]:
+    """The OS keyring as a dict (no backend class: keyring would register it for good)."""
+    values: dict[tuple[str, str], str] = {}
+    monkeypatch.setattr(keyring, "get_password", lambda s, n: values.get((s, n)))
+    return values
 
 
 def test_an_env_reference_resolves_and_is_redacted_from_then_on() -> None:
@@ -61,8 +41,10 @@ def test_a_missing_env_reference_is_a_usage_error_naming_the_variable() -> None:
     assert "export SEAL_T_NOT_SET" in (caught.value.hint or "")
 
 
-def test_a_keyring_reference_reads_the_os_keyring(memory_keyring: MemoryKeyring) -> None:
-    memory_keyring.set_password("acme", "db", "ring-secret-0815")
+def test_a_keyring_reference_reads_the_os_keyring(
+    memory_keyring: dict[tuple[str, str], str],
+) -> None:
+    memory_keyring[("acme", "db")] = "ring-secret-0815"
     assert resolve_reference({"credential": "keyring:acme/db"}) == "ring-secret-0815"
     with pytest.raises(UsageError) as caught:
         resolve_reference({"credential": "keyring:acme/absent"})
