@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from trueup import audit, authz, kinds
 from trueup.canonical import as_json, digest, sha256_hex
+from trueup.crashpoints import reach
 from trueup.declare.profile import Profile, load_profile
 from trueup.errors import (
     ApplyFailedError,
@@ -26,7 +27,6 @@ from trueup.errors import (
     os_problem,
     user_paths,
 )
-from trueup.execute.crashpoints import reach
 from trueup.execute.executor import (
     ActionResult,
     Executor,

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from trueup.anchor import ANCHORED, O_DIR, O_NOFOLLOW, Anchor, OutsideRoot, named
+from trueup.crashpoints import reach
 from trueup.errors import ConflictError, UsageError
-from trueup.execute.crashpoints import reach
 from trueup.fsops import (
     DEFAULT_MAX_FILE_BYTES,
     O_CLOEXEC,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 from world import TRUEUP, Result, World
 
-from trueup.execute.crashpoints import BOUNDARIES
+from trueup.crashpoints import BOUNDARIES
 from trueup.fs import TEMP_MARK
 from trueup.state.store import Store
 
@@ -636,9 +636,7 @@ def landed(world: World) -> list[int]:
 
 
 @pytest.mark.parametrize("boundary", ["outcomes-noted", "temp-written", "mutated"])
-def test_a_big_batch_killed_mid_commit_recovers_whole(
-    world: World, boundary: str
-) -> None:
+def test_a_big_batch_killed_mid_commit_recovers_whole(world: World, boundary: str) -> None:
     profile = big_tree(world)
     crash = {"TRUEUP_CRASH_AT": boundary}
     killed = world.run("apply", profile, "--root", str(world.root), "--yes", env=crash)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from world import TRUEUP, World
 
-from trueup.execute.crashpoints import BOUNDARIES
+from trueup.crashpoints import BOUNDARIES
 
 PROFILE = """
 [profile]

@@ -39,8 +39,8 @@ from types import FrameType
 from typing import Any, NamedTuple
 
 from trueup import kinds
+from trueup.crashpoints import reach
 from trueup.errors import ConflictError, TrueupError
-from trueup.execute.crashpoints import reach
 from trueup.execute.rollback import Capture, RollbackStore
 from trueup.execute.verification import verify_commands
 from trueup.fs import TargetAppeared, WritableFS

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from trueup import audit
+from trueup.crashpoints import reach
 from trueup.declare.org import DeclaredOrg, load_org
 from trueup.engine import Engine, check_overwrite, drift_items
 from trueup.errors import ConflictError, TrueupError, UsageError, user_paths
-from trueup.execute.crashpoints import reach
 from trueup.execute.executor import Executor, RunResult
 from trueup.execute.gates import ConfirmationRequired, Gates, needs_confirmation
 from trueup.execute.rollback import RollbackStore
