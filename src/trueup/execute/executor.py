@@ -9,10 +9,10 @@ leaves the run so too, with nothing restored, as that could not be journaled.
 Work is done in batches: the material of a batch is flushed once, its journal
 rows move to ``running`` in one transaction, its writes are committed with one
 file-system sync, and its results are recorded in one transaction. Every
-guarantee holds per action, only the durability barriers are shared. A batch,
-once verified and durable, is recorded while the next one's files flush (on a
-disk, a batch's longest wait), so two batches may be ``running`` at once: a
-recovery restores both, as it would either.
+guarantee holds per action, only the durability barriers are shared. One batch
+is in flight at a time, and the journal reads in the order things happened: a
+batch is journaled succeeded right after its verification, before the next
+one keeps its material, so a recovery only ever has one batch to restore.
 
 Right before a batch keeps its rollback material, each local resource in
 it is observed again and must still be what the plan was computed from: a
@@ -185,10 +185,8 @@ class Executor:
         self.finish_run = finish_run
         self.results: list[ActionResult] = []
         self._observed: Mapping[str, str] = {}
-        # What a restore puts back: the batch under way, and the one before it until
-        # it is recorded. That one's verified results, recorded during the next commit.
+        # What a restore puts back: the batch under way, until it is journaled.
         self._in_flight: list[tuple[int, str]] = []
-        self._unrecorded: list[tuple[int, Action, Evidence]] = []
         # Remote kinds: what each call returned, and the actions now in flight.
         self._learned: dict[int, dict[str, Any]] = {}
         # Paths a restore left as they are: changed after the run wrote them.
@@ -220,9 +218,7 @@ class Executor:
             with signals_interrupt():
                 for batch in self._batches(pending):
                     self._batch(batch)
-                self._record_verified()
         except (Interrupted, KeyboardInterrupt):
-            self._keep_verified()
             remote = self._fail_remote("interrupted")
             undone = self._undo(self._restore_in_flight, "interrupted")
             if undone is not None:
@@ -240,7 +236,6 @@ class Executor:
             raise
         except Exception as exc:
             message = _wording(exc)
-            self._keep_verified()  # then restored with the rest, as succeeded ones
             self._fail_remote(redact_message(message))
             undone = self._undo(self._restore_all, message)
             if undone is not None:
@@ -324,8 +319,6 @@ class Executor:
                     bool(action.payload.get(EXCLUSIVE)),
                 )
             )
-        if not captures:  # a remote call: nothing of a batch before it is left unrecorded
-            self._record_verified()
         manifest = self.rollback.capture(captures, self.fs) if captures else None
         reach("rollback-flushed")
         with self.store.db.transaction():
@@ -365,35 +358,13 @@ class Executor:
                 seq, action, _ = done[i]
                 self._passed(seq, action, checked)
                 done[i] = (seq, action, checked)
-        self._unrecorded = done  # during the next batch's commit, or at the end
         self._current = []
-        if not captures:  # what a remote call did is journaled right after it
-            self._record_verified()
-
-    def _record_verified(self) -> None:
-        """Journal the last verified batch succeeded (it is durable by then)."""
-        done, self._unrecorded = self._unrecorded, []
-        if not done:
-            return
-        try:
-            self._record(done)
-        except BaseException:  # not journaled: still the way out's to try (_keep_verified)
-            self._unrecorded = done
-            raise
-        recorded = {seq for seq, _, _ in done}
-        self._in_flight = [item for item in self._in_flight if item[0] not in recorded]
+        self._record(done)
+        # Journaled: no longer the batch a restore of an interrupted run puts back.
+        self._in_flight = []
         reach("journal-succeeded")
         if self.progress:
             self.progress(len(done))
-
-    def _keep_verified(self) -> None:
-        """On the way out of a failed or interrupted run, journal the verified batch
-        first: an interrupted run keeps it, as it keeps every batch before it. Should
-        that fail too, it stays in flight and is restored with the batch under way."""
-        try:
-            self._record_verified()
-        except Exception:
-            return
 
     def _passed(self, seq: int, action: Action, evidence: Evidence) -> None:
         """Fail the run on an action whose verification did not pass."""
@@ -405,8 +376,7 @@ class Executor:
 
     def _commit(self, captures: Sequence[Capture], manifest: str | None) -> None:
         try:
-            # The batch before is recorded first: it is verified, and durable.
-            self.fs.commit(meanwhile=self._record_verified)
+            self.fs.commit()
         except TargetAppeared as appeared:
             # The path itself, or a folder the batch was making whole for it, and all
             # the batch was to put in that folder.
