@@ -15,7 +15,7 @@ from trueup.errors import ConflictError, ExitCode, UsageError
 from trueup.execute.gates import acquire
 from trueup.model import Plan, Target
 from trueup.state import schema
-from trueup.state.db import Database, UniqueViolation
+from trueup.state.db import PAGE_SIZE, Database, UniqueViolation
 from trueup.state.store import RunLocked, Store
 
 TRUEUP = str(Path(sys.executable).parent / "trueup")
@@ -217,33 +217,22 @@ def test_the_offline_script_builds_what_the_online_migrations_build(
     assert online == offline
 
 
-def _sqlite_catalog(path: Path) -> list[tuple[str, ...]]:
-    """Every table, index and trigger with its DDL (whitespace aside), then the version."""
-    db = Database(f"sqlite:///{path}")
-    try:
-        rows = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name")
-        rows = [(*row[:3], " ".join((row[3] or "").split())) for row in rows]
-        return [*rows, *db.execute("SELECT version_num FROM alembic_version")]
-    finally:
-        db.close()
-
-
-def test_a_new_sqlite_store_is_built_by_the_shipped_script_as_alembic_builds_it(
+def test_a_new_sqlite_store_is_built_by_alembic_with_the_stores_settings(
     tmp_path: Path,
 ) -> None:
-    """The first run on a machine skips Alembic: the script must stay what it generates."""
-    assert schema.HEAD_SQLITE.read_text(encoding="utf-8") == schema.migration_sql("sqlite"), (
-        "regenerate it: trueup state migrate --sql sqlite > src/trueup/state/migrations/head-sqlite.sql"
-    )
-    Store.open(f"sqlite:///{tmp_path / 'scripted.db'}").close()
-    schema.migrate(f"sqlite:///{tmp_path / 'online.db'}")
-    scripted, online = (
-        _sqlite_catalog(tmp_path / "scripted.db"),
-        _sqlite_catalog(tmp_path / "online.db"),
-    )
-    assert ("trigger", "audit_append_only_update") in [row[:2] for row in scripted]
-    assert scripted[-1] == (schema.HEAD,)
-    assert scripted == online
+    """One schema, the migrations': a first run builds its store with them, WAL and big pages."""
+    path = tmp_path / "new.db"
+    Store.open(f"sqlite:///{path}").close()
+    db = Database(f"sqlite:///{path}")
+    try:
+        triggers = db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        assert ("audit_append_only_update",) in triggers
+        assert db.execute("SELECT version_num FROM alembic_version") == [(schema.HEAD,)]
+        assert db.execute("PRAGMA journal_mode") == [("wal",)]
+        assert db.execute("PRAGMA page_size") == [(PAGE_SIZE,)]
+    finally:
+        db.close()
+    assert not list(schema.MIGRATIONS.glob("*.sql")), "the migrations are the only schema"
 
 
 def test_the_run_this_process_holds_is_what_a_lost_store_names(store: Store) -> None:

@@ -341,11 +341,6 @@ class Database:
                     positional = not isinstance(rows[0], Mapping)
                     cur.executemany(self._sql(sql, positional), rows)
 
-    def script(self, sql: str) -> None:
-        """Run a multi-statement SQLite script (its own BEGIN ... COMMIT)."""
-        with self._driver():
-            self._sqlite.executescript(sql)
-
     def one(self, sql: str, params: Params | None = None) -> Row | None:
         rows = self.execute(sql, params)
         return rows[0] if rows else None

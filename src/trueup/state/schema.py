@@ -3,11 +3,9 @@
 Reading ``alembic_version`` with one query avoids importing Alembic on the
 hot path; ``HEAD`` must name the newest migration (a test keeps them equal).
 
-A brand-new SQLite store (every first run on a machine) is created from
-``HEAD_SQLITE``, the migrations' own offline script, in one transaction:
-importing SQLAlchemy and Alembic to run them online costs ~0.4 s, more than
-the rest of a small first apply. A test keeps the script equal to what
-Alembic generates and the tables it builds equal to the online ones.
+A brand-new store, SQLite or PostgreSQL, is built by the migrations
+themselves: the schema has one definition, and Alembic is imported only on
+the first run against a store (bench/README.md has what that costs).
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from trueup.state.db import Database, sqlalchemy_url, sqlite_path
 HEAD = "0005"
 KNOWN = ("0001", "0002", "0003", "0004", "0005")
 MIGRATIONS = Path(__file__).parent / "migrations"
-HEAD_SQLITE = MIGRATIONS / "head-sqlite.sql"
 
 
 def current_revision(db: Database) -> str | None:
@@ -40,7 +37,7 @@ def ensure_current(db: Database) -> None:
     if revision == HEAD:
         return
     if revision is None:
-        create(db)
+        migrate(db.url)
         return
     where = redact_url(db.url)
     if revision in KNOWN:
@@ -57,16 +54,6 @@ def _newer(where: str, revision: str) -> UsageError:
         f"({HEAD}); it was written by a newer trueup",
         hint="upgrade trueup on this machine; nothing was changed",
     )
-
-
-def create(db: Database) -> None:
-    """Build the newest schema in an empty store."""
-    if db.dialect != "sqlite":
-        migrate(db.url)
-        return
-    with _sqlite_migration_lock(db.url):
-        if current_revision(db) is None:  # another process may have won the lock first
-            db.script(HEAD_SQLITE.read_text(encoding="utf-8"))
 
 
 def migrate(url: str, revision: str = "head") -> str:
