@@ -15,17 +15,8 @@ from pathlib import Path
 import pytest
 
 from trueup.engine import Engine
-from trueup.gc_pause import thaw
 from trueup.settings import Settings
 from trueup.state.store import Store
-
-
-@pytest.fixture(autouse=True)
-def _collectable_between_tests() -> Iterator[None]:
-    """The test process lives on like a worker: what a test's bulk phases froze
-    (gc_pause) is handed back to the collector after it."""
-    yield
-    thaw()
 
 
 @pytest.fixture(scope="session")

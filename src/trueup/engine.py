@@ -40,7 +40,6 @@ from trueup.execute.gates import Gates, locked_error
 from trueup.execute.leftovers import sweep_abandoned
 from trueup.execute.rollback import RollbackStore
 from trueup.fs import FileTooLargeError, ReadOnlyFS, Witness, WritableFS
-from trueup.gc_pause import without_cyclic_gc
 from trueup.kinds.base import ObserveContext
 from trueup.model import (
     HANDED_OVER,
@@ -165,7 +164,6 @@ class Engine:
         return Gates(self.store, self.actor, target, event, plan_digest)
 
     # -- plan ---------------------------------------------------------------
-    @without_cyclic_gc
     def prepare(
         self,
         path: Path,
@@ -398,7 +396,6 @@ class Engine:
             detail={"outcome": result.outcome.value if result else "nothing to change"},
         )
 
-    @without_cyclic_gc
     def _execute(
         self,
         run: RunInfo,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import socket
 import threading
 import time
@@ -24,7 +23,6 @@ from trueup.execute.runner import (
     register,
 )
 from trueup.execute.worker import Worker
-from trueup.gc_pause import without_cyclic_gc
 from trueup.model import Target
 from trueup.state.jobs import JobStore
 from trueup.state.store import Store
@@ -243,28 +241,6 @@ def test_a_worker_without_apply_permission_leaves_the_job_to_one_with_it(store: 
         assert worker.work(threading.Event(), drain=True).succeeded == 1
     finally:
         worker.close()
-
-
-@without_cyclic_gc
-def _bulk(ctx: StepContext) -> Mapping[str, Any]:
-    return {"kept": len([[i] for i in range(1000)])}
-
-
-register("test.bulk", _bulk)
-
-
-def test_a_worker_gives_the_collector_back_what_each_job_froze(store: Store) -> None:
-    """A job's bulk phases freeze what they keep; a worker lives on, so it thaws it."""
-    boss = authz.os_actor()
-    authz.add_grant(store, boss, boss.key, "admin", "*")
-    authz.add_grant(store, boss, "service:w", "apply", "org:*")
-    Runner(store).enqueue(ORG, [Step("x", "test.bulk")], "user:alice")
-    worker = Worker(store, authz.parse_actor("service:w"), lease_seconds=5)
-    try:
-        assert worker.work(threading.Event(), drain=True).succeeded == 1
-    finally:
-        worker.close()
-    assert gc.get_freeze_count() == 0
 
 
 def test_a_result_that_is_not_json_fails_the_step(runner: Runner) -> None:

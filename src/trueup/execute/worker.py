@@ -21,7 +21,6 @@ from typing import Any
 
 from trueup import audit, authz
 from trueup.execute.runner import DEFAULT_LEASE, LeaseLost, Runner, StepFailed
-from trueup.gc_pause import thaw
 from trueup.state.jobs import Job
 from trueup.state.store import RunInfo, Store
 
@@ -110,10 +109,7 @@ class Worker:
                 stats.runs.append({"run": job.run.id, "status": "left queued"})
                 continue
             done += 1
-            try:
-                self._one(job, stop, stats)
-            finally:
-                thaw()  # what the job's phases froze is collectable again
+            self._one(job, stop, stats)
         return stats
 
     def _one(self, job: Job, stop: threading.Event, stats: WorkerStats) -> None:
