@@ -18,14 +18,12 @@ from typing import Any
 
 from trueup.canonical import digest
 from trueup.errors import ExitCode
-from trueup.fast_init import fast_init
 
 JSONMap = Mapping[str, Any]
 
 PLAN_SCHEMA = "trueup.plan/1"
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Resource:
     """One declared thing: what it is, where it lives, how it may be changed."""
@@ -62,7 +60,6 @@ class Resource:
         )
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Observed:
     """What is live at a resource's target, read without changing anything.
@@ -106,7 +103,6 @@ OVERSIZED = "oversized"
 UNREADABLE = "unreadable"
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Applied:
     """What trueup last wrote for a resource: the third side of drift detection."""
@@ -166,7 +162,6 @@ EXCLUSIVE = "exclusive"
 FREES = "frees"
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Action:
     """One step of a plan for one resource.
@@ -288,7 +283,6 @@ class Plan:
         return plan
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """How a resource was verified; a kind's say-so never counts, only this."""

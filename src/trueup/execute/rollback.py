@@ -23,7 +23,6 @@ from typing import Any
 
 from trueup.canonical import storage_json
 from trueup.errors import ApplyFailedError, UsageError
-from trueup.fast_init import fast_init
 from trueup.fs import (
     ABSENT_OUTCOME,
     TEMP_MARK,
@@ -34,7 +33,6 @@ from trueup.fsops import sync_paths
 from trueup.private import copy_mode, make_folders, write_file
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Capture:
     """What to keep for one journaled action before it mutates."""

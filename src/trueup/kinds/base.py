@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from trueup.fast_init import fast_init
 from trueup.fs import ReadOnlyFS, WritableFS
 from trueup.model import Action, ActionType, Applied, Evidence, Observed, Resource
 from trueup.paths import RootResolver
@@ -91,7 +90,6 @@ def obstacle(observed: Observed) -> str:
     return f"a {state} is in the way"
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A kind's plan for one resource, before the planner adds ordering."""
