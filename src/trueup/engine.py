@@ -42,7 +42,6 @@ from trueup.execute.rollback import RollbackStore
 from trueup.fs import FileTooLargeError, ReadOnlyFS, Witness, WritableFS
 from trueup.kinds.base import ObserveContext
 from trueup.model import (
-    HANDED_OVER,
     OVERSIZED,
     UNREADABLE,
     Action,
@@ -263,7 +262,7 @@ class Engine:
     @staticmethod
     def preview(prepared: Prepared, action: Action) -> str:
         """The diff a person reviews before applying ``action`` (read-only)."""
-        if HANDED_OVER in action.payload:  # only forgotten: the target stays as it is
+        if action.handed_over is not None:  # only forgotten: the target stays as it is
             return ""
         resource = prepared.resources.get(action.resource_id)
         if resource is None:

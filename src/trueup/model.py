@@ -150,16 +150,12 @@ _MUTATING = frozenset(
 )
 
 
-# The payload key of a dropped id's removal whose target a new id declares now
-# (a renamed resource): executing it only forgets the old id's record.
-HANDED_OVER = "handed_over"
-# The payload key of a write whose kind creates what it writes exclusively (the
-# rename refuses anything found there): the executor need not look again first.
-EXCLUSIVE = "exclusive"
-# The payload key of a dropped id's removal that must leave a declared target's place
-# empty (a file moved up to its folder's name, "a/b" to "a"): the folders the removal
-# empties go with it, up to and including that place, before anything is written there.
-FREES = "frees"
+# Where Action's typed fields travel in the plan's JSON: inside "payload", under
+# these keys, as they always have. A saved plan reads back the same, and the
+# digest of a plan is unchanged by their becoming fields of their own.
+_HANDED_OVER = "handed_over"
+_EXCLUSIVE = "exclusive"
+_FREES = "frees"
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +163,16 @@ class Action:
     """One step of a plan for one resource.
 
     ``payload`` carries what the kind decided at plan time (desired digests,
-    keys to set, files to remove) so that apply does exactly what was shown.
+    keys to set, files to remove) so that apply does exactly what was shown;
+    only the kind reads it. What the executor must know is a field of its own:
+
+    - ``handed_over``: the id now declared at a dropped id's target (a renamed
+      resource): executing the removal only forgets the old id's record;
+    - ``frees``: the declared target a dropped id's removal must leave empty (a
+      file moved up to its folder's name, "a/b" to "a"): the folders it empties
+      go too, up to and including that place, before anything is written there;
+    - ``exclusive``: the write creates its target exclusively (the rename refuses
+      anything found there), so the executor need not look again first.
     """
 
     resource_id: str
@@ -178,19 +183,29 @@ class Action:
     before: tuple[str, ...] = ()
     destroys: bool = False
     migrates: bool = False
+    handed_over: str | None = None
+    frees: str | None = None
+    exclusive: bool = False
 
     @property
     def changes_target(self) -> bool:
         """Whether executing it changes the target (a handed-over removal only forgets)."""
-        return self.type.mutates and HANDED_OVER not in self.payload
+        return self.type.mutates and self.handed_over is None
 
     def to_json(self) -> dict[str, Any]:
+        payload = dict(self.payload)
+        if self.handed_over is not None:
+            payload[_HANDED_OVER] = self.handed_over
+        if self.frees is not None:
+            payload[_FREES] = self.frees
+        if self.exclusive:
+            payload[_EXCLUSIVE] = True
         return {
             "resource": self.resource_id,
             "kind": self.kind,
             "type": self.type.value,
             "summary": self.summary,
-            "payload": dict(self.payload),
+            "payload": payload,
             "after": list(self.before),
             "destroys": self.destroys,
             "migrates": self.migrates,
@@ -198,16 +213,27 @@ class Action:
 
     @classmethod
     def from_json(cls, data: JSONMap) -> Action:
+        payload = data.get("payload", {})
+        handed_over = frees = None
+        exclusive = False
+        if _HANDED_OVER in payload or _FREES in payload or _EXCLUSIVE in payload:
+            payload = dict(payload)
+            handed_over = payload.pop(_HANDED_OVER, None)
+            frees = payload.pop(_FREES, None)
+            exclusive = bool(payload.pop(_EXCLUSIVE, False))
         return cls(
             resource_id=data["resource"],
             kind=data["kind"],
             # A dict lookup: calling the enum costs a microsecond per action.
             type=_ACTION_TYPES.get(data["type"]) or ActionType(data["type"]),
             summary=data["summary"],
-            payload=data.get("payload", {}),
+            payload=payload,
             before=tuple(data.get("after", ())),
             destroys=bool(data.get("destroys", False)),
             migrates=bool(data.get("migrates", False)),
+            handed_over=handed_over,
+            frees=frees,
+            exclusive=exclusive,
         )
 
 

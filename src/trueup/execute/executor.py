@@ -46,9 +46,6 @@ from trueup.execute.verification import verify_commands
 from trueup.fs import TargetAppeared, WritableFS
 from trueup.kinds.base import INTENT, ApplyContext
 from trueup.model import (
-    EXCLUSIVE,
-    FREES,
-    HANDED_OVER,
     Action,
     ActionType,
     Applied,
@@ -282,7 +279,7 @@ class Executor:
                     yield batch
                     batch, freed = [], set()
                 batch.append(item)
-                if action.type is ActionType.REMOVE_RESOURCE and HANDED_OVER not in action.payload:
+                if action.type is ActionType.REMOVE_RESOURCE and action.handed_over is None:
                     freed.add(target)
                 if len(batch) >= self.batch_size:
                     yield batch
@@ -315,8 +312,8 @@ class Executor:
                     seq,
                     touched,
                     self._applied_json(action.resource_id),
-                    kind.prunes(action) or FREES in action.payload,
-                    bool(action.payload.get(EXCLUSIVE)),
+                    kind.prunes(action) or action.frees is not None,
+                    action.exclusive,
                 )
             )
         manifest = self.rollback.capture(captures, self.fs) if captures else None
@@ -332,9 +329,9 @@ class Executor:
             learned = kinds.get(action.kind).apply(action, self._resource(action), self.ctx)
             if learned is not None:
                 self._checkpoint(seq, action, learned)
-            if FREES in action.payload:  # the folders it empties, up to that place, go too
+            if action.frees is not None:  # the folders it empties, up to that place, go too
                 removed = self.ctx.path_str(self._resource(action).target)
-                self.fs.prune(os.path.dirname(removed), self.ctx.path_str(action.payload[FREES]))
+                self.fs.prune(os.path.dirname(removed), self.ctx.path_str(action.frees))
         if manifest is not None:
             self.rollback.note_written(manifest, self.fs.outcomes())
             reach("outcomes-noted")
@@ -342,7 +339,7 @@ class Executor:
         reach("mutated")
         done: list[tuple[int, Action, Evidence]] = []
         for seq, action in batch:
-            if HANDED_OVER in action.payload:  # nothing to see: the target is another id's
+            if action.handed_over is not None:  # nothing to see: the target is another id's
                 done.append((seq, action, Evidence("passed", "handed over", None)))
                 continue
             evidence = kinds.get(action.kind).verify(action, self._resource(action), self.read_ctx)
@@ -412,7 +409,7 @@ class Executor:
         if (
             not kind.restorable
             or expected is None
-            or action.payload.get(EXCLUSIVE)
+            or action.exclusive
             or not action.changes_target  # verify-only, handed over: nothing is written
         ):
             # An exclusive create needs no second look: its rename refuses
@@ -589,7 +586,7 @@ class Executor:
 
 def _commanded(action: Action) -> bool:
     """Whether a verified action's declared command is run: not for a removal or a handover."""
-    return action.type is not ActionType.REMOVE_RESOURCE and HANDED_OVER not in action.payload
+    return action.type is not ActionType.REMOVE_RESOURCE and action.handed_over is None
 
 
 def _left_as_changed(paths: Sequence[str]) -> str:

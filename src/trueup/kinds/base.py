@@ -101,6 +101,11 @@ class Decision:
     migrates: bool = False
     drift: Mapping[str, str | None] | None = None
 
+    #: What the executor reads (``Action``'s fields of the same names): a kind
+    #: sets ``exclusive``; the planner sets the other two for dropped ids.
+    exclusive: bool = False
+    handed_over: str | None = None
+    frees: str | None = None
 
 class Kind:
     """Base of every kind; subclasses override what applies to them."""

@@ -30,7 +30,6 @@ from trueup.kinds.base import (
 from trueup.kinds.content import declared_bytes, resolve_source, text_diff
 from trueup.model import (
     ABSENT,
-    EXCLUSIVE,
     Action,
     ActionType,
     Applied,
@@ -174,8 +173,6 @@ class Markers:
 
 #: A folder where a file is declared is listed up to this many entries (see observe).
 _LISTED = 64
-# A target planned absent is created exclusively (fs.WritableFS.write).
-_CREATE = {EXCLUSIVE: True}
 
 
 class FileKind(Kind):
@@ -283,7 +280,7 @@ class FileKind(Kind):
         if observed.state in ("directory", "special", "blocked"):
             return _conflict(obstacle(observed), resource, observed, applied, BY_HAND)
         if observed.state == "absent":
-            return Decision(ActionType.WRITE_FILE, f"create {_shape(resource)}", _CREATE)
+            return Decision(ActionType.WRITE_FILE, f"create {_shape(resource)}", exclusive=True)
         if applied is None and resource.policy == "replace":
             return _replacing_theirs(resource)
         if resource.policy == "replace" or force:
@@ -315,7 +312,7 @@ class FileKind(Kind):
                 "then plan again",
             )
         if observed.state == "absent":
-            return Decision(ActionType.WRITE_FILE, "create with the source section", _CREATE)
+            return Decision(ActionType.WRITE_FILE, "create with the source section", exclusive=True)
         if observed.state != "file":
             return _conflict(obstacle(observed), resource, observed, applied, BY_HAND)
         if markers == "ok":
@@ -407,7 +404,8 @@ class FileKind(Kind):
                     return
             ctx.fs.remove(path)
             return
-        exclusive = bool(action.payload.get(EXCLUSIVE))
+        # A target planned absent is created exclusively (the rename refuses what came).
+        exclusive = action.exclusive
         if spec.get("link") is not None:
             ctx.fs.symlink(path, spec["link"], exclusive)
             return

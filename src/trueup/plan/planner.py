@@ -17,8 +17,6 @@ from trueup.errors import UsageError
 from trueup.kinds.base import BY_HAND, Decision
 from trueup.model import (
     ABSENT,
-    FREES,
-    HANDED_OVER,
     OVERSIZED,
     UNREADABLE,
     Action,
@@ -93,7 +91,7 @@ def compute_plan(
     inherited.update(_adopted(covered, ordered, applied, inherited))
     clearing = _clearing(covered, {r.id: r for r in ordered}, applied, observed, force)
     cleared = {applied[rid].resource.target for rid in clearing}
-    emptied = {str(d.payload[FREES]) for d in clearing.values() if FREES in d.payload}
+    emptied = {d.frees for d in clearing.values() if d.frees is not None}
     if cleared:  # planned, and checked before it is written, as what the removal leaves
         observed = {
             **observed,
@@ -137,7 +135,7 @@ def compute_plan(
                 ActionType.REMOVE_RESOURCE,
                 f"forget: {record.resource.target} is where {covering!r} is declared now "
                 "(nothing is removed)",
-                {HANDED_OVER: covering},
+                handed_over=covering,
             )
         elif heir is None:
             decision = kinds.get(record.resource.kind).plan(None, seen, record, rid in force)
@@ -147,7 +145,7 @@ def compute_plan(
             decision = Decision(
                 ActionType.REMOVE_RESOURCE,
                 f"forget: {record.resource.target} is declared as {heir!r} now",
-                {HANDED_OVER: heir},
+                handed_over=heir,
             )
         else:  # the heir is not applied yet (drift...): keep the record
             decision = Decision(
@@ -157,9 +155,7 @@ def compute_plan(
     # Removals first: they free what a declaration may take next (a renamed app's
     # domain or name at a provider, a file's name for a folder). A handed-over id
     # is forgotten last, once the id that took its place has been applied.
-    first = [
-        a for a in dropped if a.type is ActionType.REMOVE_RESOURCE and HANDED_OVER not in a.payload
-    ]
+    first = [a for a in dropped if a.type is ActionType.REMOVE_RESOURCE and a.handed_over is None]
     actions = first + actions + [a for a in dropped if a not in first]
     return Plan(
         target=target,
@@ -241,7 +237,7 @@ def _clearing(
     nothing there (``Kind.clears``); the declared resource is then planned as
     absent. One that lies inside a declared folder is not in its way: it is
     handed over. Those inside a declared file's place go first, with the
-    folders they leave empty (``FREES``), when nothing else is in that folder.
+    folders they leave empty (``Decision.frees``), when nothing else is in that folder.
     Anything else in the way stays a conflict for a person.
     """
     found: dict[str, Decision] = {}
@@ -259,7 +255,7 @@ def _clearing(
             continue
         if within_it:
             inside.setdefault(covering, []).append(rid)
-            decision = replace(decision, payload={**decision.payload, FREES: resource.target})
+            decision = replace(decision, frees=resource.target)
         found[rid] = decision
     for covering, rids in inside.items():
         resource = declared[covering]
@@ -423,4 +419,7 @@ def _action(
         before=tuple(sorted(before)),
         destroys=decision.destroys,
         migrates=decision.migrates,
+        handed_over=decision.handed_over,
+        frees=decision.frees,
+        exclusive=decision.exclusive,
     )
