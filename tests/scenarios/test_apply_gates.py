@@ -170,7 +170,9 @@ target = "new/dir/c"
 content = "c\\n"
 """
     path = str(world.write("v.toml", profile))
-    result = world.run("apply", path, "--root", str(world.root), "--yes", "--json")
+    # bin/a and bin/b are a person's files trueup never wrote: replacing them is confirmed.
+    confirmed = ("--yes", "--confirm", "V", "--json")
+    result = world.run("apply", path, "--root", str(world.root), *confirmed)
     assert result.code == 7
     assert result.json["status"] == "failed"
     for name in ("a", "b"):
@@ -210,7 +212,9 @@ depends_on = ["tool"]
 verify = { command = ["false"] }
 """
     path = str(world.write("x.toml", profile))
-    assert world.run("apply", path, "--root", str(world.root), "--yes").code == 7
+    # bin/tool is a person's file trueup never wrote: the run confirms taking it over.
+    confirmed = ("--root", str(world.root), "--yes", "--confirm", "X")
+    assert world.run("apply", path, *confirmed).code == 7
     assert tool.read_text() == "echo hi\n"
     assert tool.stat().st_mode & 0o777 == 0o644, "the executable bit the run set is taken back"
 
