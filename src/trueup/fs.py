@@ -750,6 +750,23 @@ class WritableFS(ReadOnlyFS):
         except (FileNotFoundError, NotADirectoryError):
             return False
 
+    def _leads_to_folder(self, path: str) -> bool:
+        """Whether ``path`` is a folder, or a link to one inside the root (as
+        ``os.path.isdir``, the link followed by the anchor: one leading out raises
+        ``OutsideRoot``). A folder to write into may be reached through such a link."""
+        anchor = self.anchor
+        if anchor is None or not anchor.holds(path):
+            return os.path.isdir(path)
+        try:
+            anchor.folder(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return False
+            raise
+        return True
+
     def _exists(self, path: str) -> bool:
         try:
             self._lstat(path)
@@ -774,12 +791,12 @@ class WritableFS(ReadOnlyFS):
         making = self._making.get(parent)
         if making is not None:
             return _Place(making, IN_NEW_FOLDER)
-        if self._isdir(parent):
+        if self._leads_to_folder(parent):
             self._present.add(parent)
             return _Place(parent)
         missing = []
         current = parent
-        while making is None and not self._isdir(current):
+        while making is None and not self._leads_to_folder(current):
             if self._exists(current):
                 if current in self._removals:
                     # A file becoming a folder (a restructured tree): it goes first, at commit.
@@ -833,7 +850,7 @@ class WritableFS(ReadOnlyFS):
                 continue
             missing = []
             current = parent
-            while not self._isdir(current):
+            while not self._leads_to_folder(current):
                 missing.append(current)
                 current = os.path.dirname(current)
             for folder in reversed(missing):  # outermost first
@@ -960,7 +977,7 @@ class WritableFS(ReadOnlyFS):
         if self._isdir(path):
             return
         parent = os.path.dirname(path)
-        if parent != path and not self._isdir(parent):
+        if parent != path and not self._leads_to_folder(parent):
             self.make_folder(parent)
         if self._exists(path):
             self.unlink(path)
