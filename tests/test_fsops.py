@@ -1,4 +1,4 @@
-"""The file-system steps trueup shares with its helper processes."""
+"""The file-system steps below fs/: temp files, exclusive renames, flushes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trueup.fsops import PIPE_BYTES, create_temp, rename_exclusive, widen_pipe
+from trueup.fsops import create_temp, file_systems, rename_exclusive
 
 
 @pytest.mark.parametrize("mode", [0o600, 0o644, 0o755, 0o666, 0o777])
@@ -52,10 +52,15 @@ def test_an_exclusive_rename_refuses_what_is_there(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="only Linux grows a pipe")
-def test_a_pipe_between_processes_is_grown_and_its_size_told() -> None:
-    read, write = os.pipe()
-    try:
-        assert widen_pipe(write) == PIPE_BYTES == 1 << 20
-    finally:
-        os.close(read)
-        os.close(write)
+def test_a_flush_reaches_every_file_system_a_tree_crosses(tmp_path: Path) -> None:
+    # One syncfs of the first path's file system would leave writes under a
+    # mount point (here /proc stands for any other file system) in memory.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert file_systems([str(tmp_path / "a"), str(tmp_path / "b")]) == [str(tmp_path / "a")]
+    other = file_systems([str(tmp_path / "a"), "/proc", str(tmp_path / "b")])
+    assert other == [str(tmp_path / "a"), "/proc"]
+
+
+def test_a_folder_gone_before_its_flush_is_skipped(tmp_path: Path) -> None:
+    assert file_systems([str(tmp_path / "gone"), str(tmp_path)]) == [str(tmp_path)]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trueup.errors import UsageError
-from trueup.sources import SourceBounds, declared_sources, source_path
+from trueup.sources import SourceBounds, source_path
 
 SOURCES = [
     "a.txt",
@@ -37,32 +37,6 @@ def test_a_source_is_spelt_absolute_and_normal_as_the_os_would(base: str, source
     expected = os.path.abspath(os.path.join(base, source))
     assert source_path(base, source) == expected
     assert source_path(Path(base), source) == expected
-
-
-def test_the_sources_of_raw_resources_are_taken_as_they_come() -> None:
-    """Before validation: whatever is not a resource with a text source is passed over."""
-    raws = [
-        {"source": "a.txt"},
-        {"content": "inline"},
-        {"source": 7},
-        "not a table",
-        {"source": "../b.txt"},
-    ]
-    assert declared_sources(raws, "/p/q", ["/p"]) == ["/p/q/a.txt", "/p/b.txt"]
-    assert declared_sources({"source": "a.txt"}, "/p") == []
-
-
-def test_sources_outside_the_profile_folder_are_not_listed_for_reading(tmp_path: Path) -> None:
-    """The read-ahead reads what this lists: nothing resolution would refuse."""
-    (tmp_path / "p" / "in").mkdir(parents=True)
-    (tmp_path / "out").mkdir()
-    (tmp_path / "p" / "linked").symlink_to(tmp_path / "out")
-    raws = [{"source": s} for s in ("in/a", "../out/b", "/etc/hostname", "linked/c")]
-    base = tmp_path / "p"
-    assert declared_sources(raws, base) == [str(base / "in" / "a")]
-    allowed = declared_sources(raws, base, ["../out"])
-    assert allowed == [str(base / "in" / "a"), str(tmp_path / "out" / "b"), str(base / "linked/c")]
-    assert declared_sources(raws, base, "../out") == [str(base / "in" / "a")], "not a list"
 
 
 def test_bounds_resolve_links_on_the_way_and_at_the_end(tmp_path: Path) -> None:

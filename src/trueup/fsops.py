@@ -1,29 +1,20 @@
-"""File-system steps shared by trueup and its helper processes.
+"""File-system steps below the file systems of fs/: creating a temp file, an
+exclusive rename, and flushing what was written to the disk.
 
-The read-ahead (readahead.py) runs in a
-bare interpreter (``python -I -S``) that starts in ~10 ms because it imports
-the standard library only: what they share with fs.py lives here, free of
-trueup's other imports.
+The standard library only: a leaf under everything that writes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
 import functools
-import marshal
 import os
-import stat
-import struct
 import sys
 from collections.abc import Callable, Iterable
-from typing import IO, Any, AnyStr
+from typing import AnyStr
 
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-# O_NONBLOCK: a file swapped for a pipe reads empty (and fstat shows it), not forever.
-_O_READ = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | O_CLOEXEC
-_HEADER = struct.Struct(">I")
 
 
 _AT_FDCWD = -100
@@ -113,115 +104,15 @@ def _renameat2() -> Callable[..., int] | None:
     return function  # type: ignore[no-any-return]
 
 
-def read_still(path: str | bytes, max_file_bytes: int) -> tuple[os.stat_result, bytes] | None:
-    """A regular file's stat and bytes, if it held still while it was read; else ``None``.
-
-    Never follows a link and never waits on a pipe: anything odd is left to
-    the caller's own reads, which word the problem.
-    """
-    try:
-        fd = os.open(path, _O_READ)
-    except (OSError, ValueError):  # ValueError: a NUL in the path
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_file_bytes:
-            return None
-        data = os.read(fd, st.st_size + 1)
-        after = os.fstat(fd)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) != st.st_size or witness(st) != witness(after):
-        return None
-    return st, data
-
-
 def witness(st: os.stat_result) -> tuple[int, int, int, int, int]:
     """fs.witness_of's spelling: the type and the stat key."""
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
-def cores() -> set[int] | range:
-    """The cores this process may run on: a helper process pays only with two."""
-    try:
-        return os.sched_getaffinity(0)
-    except AttributeError:  # not on Linux
-        return range(os.cpu_count() or 1)
-
-
-#: Paths are spelt with "/" only: a path can be split and joined as plain text.
 POSIX_PATHS = os.sep == "/" and os.altsep is None
 
 #: The file-size limit unless a command is given another (``--max-file-bytes``).
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
-
-#: What a pipe between trueup's processes is grown to, where the system allows.
-PIPE_BYTES = 1 << 20
-_LEAST_PIPE = 4096  # what any pipe holds
-
-
-def widen_pipe(fd: int) -> int:
-    """Grow a pipe so one side can write megabytes without waiting for the other to
-    read each 64 KiB; its size, as it is (a user past their pipe quota gets pages)."""
-    try:
-        import fcntl
-
-        set_size, get_size = fcntl.F_SETPIPE_SZ, fcntl.F_GETPIPE_SZ
-    except (ImportError, AttributeError):  # not Linux: the pipe stays as it is
-        return _LEAST_PIPE
-    with contextlib.suppress(OSError):  # over the user's quota: as it is, too
-        fcntl.fcntl(fd, set_size, PIPE_BYTES)
-    try:
-        return int(fcntl.fcntl(fd, get_size))
-    except OSError:
-        return _LEAST_PIPE
-
-
-def frame(value: Any) -> bytes:
-    """``value`` (marshal: plain data only) as one length-prefixed frame."""
-    blob = marshal.dumps(value)
-    return _HEADER.pack(len(blob)) + blob
-
-
-def put_frame(stream: IO[bytes], value: Any) -> None:
-    stream.write(frame(value))
-
-
-def next_frame(buffer: bytearray) -> tuple[bool, Any]:
-    """Take the first whole frame off ``buffer``: (True, its value), else (False, None)."""
-    if len(buffer) < _HEADER.size:
-        return False, None
-    (size,) = _HEADER.unpack_from(buffer)
-    end = _HEADER.size + size
-    if len(buffer) < end:
-        return False, None
-    value = marshal.loads(bytes(buffer[_HEADER.size : end]))
-    del buffer[:end]
-    return True, value
-
-
-def take_frame(stream: IO[bytes]) -> Any:
-    """The next frame's value; ``EOFError`` at the end of the stream, whole or cut."""
-    header = stream.read(_HEADER.size)
-    if len(header) != _HEADER.size:
-        raise EOFError
-    (size,) = _HEADER.unpack(header)
-    blob = stream.read(size)
-    if len(blob) != size:
-        raise EOFError
-    return marshal.loads(blob)
-
-
-def child_command(module: str, function: str) -> list[str]:
-    """How to run ``trueup.<module>.<function>()`` in a bare interpreter."""
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    code = (
-        f"import sys; sys.path.append({package_parent!r}); "
-        f"from trueup.{module} import {function}; {function}()"
-    )
-    return [sys.executable, "-I", "-S", "-c", code]
 
 
 def _fsync_dir(folder: str) -> None:

@@ -1,18 +1,16 @@
 """Where a profile's declared sources are, spelt one way for everything that reads them.
 
-Resolution reads and hashes each ``source``; a second process reads them
-ahead (readahead.py), even before the CLI is imported. All of them spell a
-source as this module does, so what one read, the others look up by name.
-The standard library only: the read-ahead runs it in a bare interpreter.
+Resolution reads and hashes each ``source``, and the stat cache remembers
+it by name: every reader spells a source as this module does, so what one
+read, the others look up by that name.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from trueup.fsops import POSIX_PATHS
 
@@ -24,7 +22,7 @@ def source_path(base_dir: Path | str, source: str) -> str:
 
     ``base_dir`` is absolute and normal (a profile's folder). A plain relative
     source (no ".", "..", "//" or trailing "/") is then normal once joined to
-    it, which saves normalising 10,000 paths before the read-ahead can start.
+    it, which saves normalising 10,000 paths.
     """
     base = os.fspath(base_dir)
     if (
@@ -38,40 +36,6 @@ def source_path(base_dir: Path | str, source: str) -> str:
     ):
         return f"{base}/{source}"
     return os.path.abspath(os.path.join(base, source))
-
-
-def declared_sources(raws: Any, base_dir: Path | str, allowed: Any = ()) -> list[str]:
-    """Every ``source`` path of a profile's raw resources, spelt as resolution spells it.
-
-    Not yet validated, so taken as they come: a read-ahead only reads, and
-    whatever it was wrongly given is simply never looked up. A source outside
-    where the profile may read (``SourceBounds``) is left out: resolution
-    refuses it, and nothing outside is read, not even ahead, to be thrown away.
-    ``allowed`` is the raw ``allow_sources_outside`` of the profile.
-    """
-    if not isinstance(raws, list):
-        return []
-    bounds = SourceBounds(base_dir, allowed if _is_str_list(allowed) else ())
-    found = []
-    for raw in raws:
-        if isinstance(raw, Mapping) and isinstance(raw.get("source"), str):
-            path = source_path(base_dir, raw["source"])
-            if bounds.holds_folder_of(path):
-                found.append(path)
-    return found
-
-
-def document_sources(document: Mapping[str, Any], base_dir: Path | str) -> list[str]:
-    """``declared_sources`` of a whole raw profile document (its folders allowed too)."""
-    meta = document.get("profile")
-    allowed = meta.get("allow_sources_outside", ()) if isinstance(meta, Mapping) else ()
-    return declared_sources(document.get("resource"), base_dir, allowed)
-
-
-def _is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(
-        isinstance(item, str) and "\0" not in item for item in value
-    )
 
 
 class SourceBounds:
@@ -111,14 +75,6 @@ class SourceBounds:
             return self._inside(self.real(path))
         except ValueError:  # a NUL: no file is there, and whoever reads it says so
             return True
-
-    def holds_folder_of(self, path: str) -> bool:
-        """``holds`` for a reader that never follows the last link itself (the read-ahead)."""
-        folder, name = os.path.split(path)
-        try:
-            return self._inside(os.path.join(self._real_folder(folder), name))
-        except ValueError:
-            return False
 
     def holds_link(self, where: str, link: str) -> bool:
         """Whether the symlink at ``where`` (in a source), reading ``link``, leads to

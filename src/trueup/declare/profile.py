@@ -24,13 +24,14 @@ from trueup.canonical import digest, sha256_hex, storage_json
 from trueup.declare import plain
 from trueup.declare.files import read_document
 from trueup.errors import UsageError
-from trueup.fs import ReadOnlyFS, racy, stat_key
+from trueup.fs import ReadOnlyFS
 from trueup.kinds.base import Kind
 from trueup.model import Resource
 from trueup.paths import TargetError, find_overlaps, normalise_target
 from trueup.plan.planner import topological_order
 from trueup.private import make_folders, write_file
-from trueup.sources import SourceBounds, document_sources, source_path
+from trueup.sources import SourceBounds, source_path
+from trueup.statcache import racy, stat_key
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -51,11 +52,7 @@ class Profile:
 
 
 def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> Profile:
-    """Parse, validate and content-address a profile file.
-
-    A new or edited profile most likely has new or edited sources too: they
-    are read by a second process while this one validates (``ReadOnlyFS.read_ahead``).
-    """
+    """Parse, validate and content-address a profile file."""
     path = Path(os.path.abspath(path))
     where = str(path)
     try:
@@ -65,17 +62,12 @@ def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> P
     cache = _cache_file(cache_dir, path)
     validated = _read_cache(cache, st)
     fresh = validated is None
-    try:
-        if validated is None:
-            document = read_document(path)
-            fs.read_ahead(where, lambda: document_sources(document, path.parent))
-            validated = _validate(document, where)
-        meta, entries = validated["profile"], validated["resources"]
-        base = path.parent
-        bounds = SourceBounds(base, meta["allow_sources_outside"])
-        resources = tuple(_resolve(entry, base, fs, where, bounds) for entry in entries)
-    finally:  # every source is resolved (or none will be)
-        fs.stop_read_ahead()
+    if validated is None:
+        validated = _validate(read_document(path), where)
+    meta, entries = validated["profile"], validated["resources"]
+    base = path.parent
+    bounds = SourceBounds(base, meta["allow_sources_outside"])
+    resources = tuple(_resolve(entry, base, fs, where, bounds) for entry in entries)
     if fresh:
         _check_whole(resources, where)
         # Only a profile that passed every check is remembered as valid: a

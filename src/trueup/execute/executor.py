@@ -175,7 +175,9 @@ class Executor:
         self.applied = applied
         self.fs = fs
         self.rollback = rollback
-        self.ctx = ApplyContext(root=root, fs=fs, services=services or {}, intend=self._intend)
+        self.ctx = ApplyContext(
+            root=root, fs=fs.view, writer=fs, services=services or {}, intend=self._intend
+        )
         self.read_ctx = self.ctx.reading()
         self.progress = progress
         # A queued job's run outlives this plan: the job runner finishes it.

@@ -52,9 +52,10 @@ def _nowhere(intent: Mapping[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class ApplyContext(ObserveContext):
-    """What a mutation may use: the same root, and a file system that writes."""
+    """What a mutation may use: the same root, the view it reads with (``fs``), and
+    the writer that wraps that view (``writer``)."""
 
-    fs: WritableFS
+    writer: WritableFS = field(kw_only=True)
     #: Keep, durably and before a remote call, what the call is about to make
     #: true that trueup could not recognise afterwards as its own (the digest of
     #: a secret it generates). Should the run die during the call, the next plan
@@ -100,12 +101,12 @@ class Decision:
     destroys: bool = False
     migrates: bool = False
     drift: Mapping[str, str | None] | None = None
-
     #: What the executor reads (``Action``'s fields of the same names): a kind
     #: sets ``exclusive``; the planner sets the other two for dropped ids.
     exclusive: bool = False
     handed_over: str | None = None
     frees: str | None = None
+
 
 class Kind:
     """Base of every kind; subclasses override what applies to them."""

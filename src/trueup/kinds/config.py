@@ -614,12 +614,12 @@ class ConfigKind(Kind):
         entry = ctx.fs.entry(path)
         text = self._outcome(action, resource, ctx.fs, path)
         if text is None:
-            ctx.fs.remove(path)
+            ctx.writer.remove(path)
         elif entry is None and holds_sealed(resource.spec["keys"]):
             # A file trueup makes to hold a secret is readable by its owner only.
-            ctx.fs.write(path, text.encode("utf-8"), mode=0o600)
+            ctx.writer.write(path, text.encode("utf-8"), mode=0o600)
         else:
-            ctx.fs.write(path, text.encode("utf-8"), bool(entry and entry.executable))
+            ctx.writer.write(path, text.encode("utf-8"), bool(entry and entry.executable))
 
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
         observed = self.observe(resource, ctx)

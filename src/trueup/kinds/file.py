@@ -400,14 +400,14 @@ class FileKind(Kind):
             if resource.policy == "append-local":
                 _, before, _, after = self._markers(resource).split(ctx.fs.read_bytes(path))
                 if before + after:
-                    ctx.fs.write(path, before + after, mode=_mode_now(ctx, path))
+                    ctx.writer.write(path, before + after, mode=_mode_now(ctx, path))
                     return
-            ctx.fs.remove(path)
+            ctx.writer.remove(path)
             return
         # A target planned absent is created exclusively (the rename refuses what came).
         exclusive = action.exclusive
         if spec.get("link") is not None:
-            ctx.fs.symlink(path, spec["link"], exclusive)
+            ctx.writer.symlink(path, spec["link"], exclusive)
             return
         executable = spec.get("executable")
         # An undeclared mode (append-local) is the follower's: kept bit for bit.
@@ -417,11 +417,11 @@ class FileKind(Kind):
             # file keeps its own mode).
             mode = 0o700 if executable else 0o600
         if resource.policy != "append-local" and spec.get("source") is not None:
-            ctx.fs.copy(path, spec["source"], spec["digest"], bool(executable), mode, exclusive)
+            ctx.writer.copy(path, spec["source"], spec["digest"], bool(executable), mode, exclusive)
             return
         known = None if resource.policy == "append-local" else spec["digest"]
         data = self._new_bytes(resource, ctx.fs, path)
-        ctx.fs.write(path, data, bool(executable), mode=mode, digest=known, exclusive=exclusive)
+        ctx.writer.write(path, data, bool(executable), mode=mode, digest=known, exclusive=exclusive)
 
     def _new_bytes(self, resource: Resource, fs: ReadOnlyFS, path: Path | str) -> bytes:
         data = declared_bytes(resource.spec, fs)

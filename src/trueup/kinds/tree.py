@@ -335,7 +335,7 @@ class TreeKind(Kind):
         base = ctx.path_str(resource.target)
         source = resource.spec.get("source", "")
         desired: Tree = resource.spec.get("files", {})
-        join, fs = os.path.join, ctx.fs
+        join, fs = os.path.join, ctx.writer
         replaced = set(action.payload.get("update", ()))
         # Removals first: a file going where a removed folder was, or into a folder
         # where a removed file was, is staged to wait for them (WritableFS._place).

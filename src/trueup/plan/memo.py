@@ -33,9 +33,9 @@ from typing import Any
 
 from trueup import __version__
 from trueup.canonical import sha256_hex
-from trueup.fs import Witness, racy, witness_of
 from trueup.model import Plan
 from trueup.private import make_folders, write_file
+from trueup.statcache import Witness, racy, witness_of
 
 FORMAT = (
     f"trueup-plan-memo/{__version__}/2/marshal-{marshal.version}/"

@@ -19,8 +19,8 @@ from typing import Any
 
 from trueup.canonical import storage_text
 from trueup.errors import ConflictError
-from trueup.fs import CacheEntry, StatCache
 from trueup.model import Action, Applied, Resource, Target
+from trueup.statcache import CacheEntry, StatCache
 from trueup.state.db import Database, StoreReadOnly, UniqueViolation
 from trueup.state.holder import identity
 from trueup.state.schema import ensure_current

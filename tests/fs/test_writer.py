@@ -1,4 +1,4 @@
-"""The file system layer: a stat cache that is never fooled, writes that are atomic."""
+"""The writer: staged writes, committed in a crash-safe order, never over what appeared."""
 
 from __future__ import annotations
 
@@ -11,18 +11,13 @@ import pytest
 
 from trueup.errors import ConflictError
 from trueup.fs import (
-    RACY_WINDOW_NS,
     TEMP_MARK,
-    Entry,
-    FileTooLargeError,
     ReadOnlyFS,
-    StatCache,
     TargetAppeared,
     WritableFS,
-    racy,
     sha256_bytes,
 )
-from trueup.fsops import file_systems
+from trueup.statcache import StatCache
 
 
 def age(path: Path, seconds: float) -> None:
@@ -30,95 +25,8 @@ def age(path: Path, seconds: float) -> None:
     os.utime(path, ns=(past, past))
 
 
-def test_unchanged_old_file_is_recognised_without_reading(tmp_path: Path) -> None:
-    path = tmp_path / "f"
-    path.write_bytes(b"hello")
-    age(path, 10)
-    fs = ReadOnlyFS(StatCache())
-    assert fs.digest_file(path) == sha256_bytes(b"hello")
-    os.chmod(path, 0)  # unreadable now: a cache hit must not read it
-    try:
-        assert fs.digest_file(path) == sha256_bytes(b"hello")
-    finally:
-        os.chmod(path, 0o644)
-
-
-def test_racy_entry_is_rehashed(tmp_path: Path) -> None:
-    """A file modified in the same timestamp tick as its recording keeps size and mtime."""
-    path = tmp_path / "f"
-    path.write_bytes(b"aaaa")
-    st = os.lstat(path)
-    cache = StatCache()
-    cache.record(str(path), st, sha256_bytes(b"aaaa"))
-    path.write_bytes(b"bbbb")
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    fs = ReadOnlyFS(cache)
-    if os.lstat(path).st_ctime_ns == st.st_ctime_ns:  # coarse clocks: only racy-ness protects us
-        assert cache.lookup(str(path), os.lstat(path)) is None
-    assert fs.digest_file(path) == sha256_bytes(b"bbbb")
-
-
-def test_the_cache_vouches_for_a_digest_only_under_the_stat_it_was_recorded_with(
-    tmp_path: Path,
-) -> None:
-    """What a copy trusts instead of hashing a source again (``StatCache.vouching``)."""
-    old, fresh = tmp_path / "old", tmp_path / "fresh"
-    for path in (old, fresh):
-        path.write_bytes(b"planned")
-    age(old, 10)
-    cache = StatCache()
-    planned = sha256_bytes(b"planned")
-    for path in (old, fresh):
-        cache.record(str(path), os.lstat(path), planned)
-    st = os.lstat(old)
-    assert cache.vouching(str(old), planned) == (
-        st.st_size,
-        st.st_mtime_ns,
-        st.st_ino,
-        st.st_ctime_ns,
-    )
-    assert cache.vouching(str(old), sha256_bytes(b"other")) is None
-    assert cache.vouching(str(fresh), planned) is None, "too new for its stat to vouch for it"
-    assert cache.vouching(str(tmp_path / "unknown"), planned) is None
-
-
-SECOND = 1_000_000_000
-
-
-def test_a_recent_whole_second_ctime_is_racy_as_a_coarse_clock_would_be() -> None:
-    """On whole-second file systems a rewrite with its mtime set back keeps the ctime."""
-    now = 1_700_000_000 * SECOND + 300_000_000
-    old = now - 60 * SECOND
-    coarse_recent = (now // SECOND) * SECOND
-    assert racy(old, coarse_recent, now)
-    assert not racy(old, coarse_recent + 7, now), "a nanosecond clock tells rewrites apart"
-    assert not racy(old, old, now), "a change long before the recording is safe"
-    assert racy(now - SECOND, old, now), "git's rule on the mtime holds as before"
-
-
-def test_a_stat_with_a_recent_whole_second_ctime_is_neither_kept_nor_trusted() -> None:
-    now = time.time_ns()
-    old = now - 60 * SECOND
-    coarse_recent = (now // SECOND) * SECOND
-    cache = StatCache()
-    cache.learn("/x", (4, old, 1, coarse_recent), "d", None, now)
-    assert cache.entries == {}
-    cache.entries["/x"] = ((4, old, 1, coarse_recent), "d", now)
-    assert cache.known("/x", (4, old, 1, coarse_recent)) is None
-    cache.entries["/x"] = ((4, old, 1, old), "d", now)
-    assert cache.known("/x", (4, old, 1, old)) == "d"
-
-
-def test_a_file_too_new_to_trust_is_not_recorded(tmp_path: Path) -> None:
-    """Storing it would only add a row every lookup ignores (a first apply writes 10,000)."""
-    path = tmp_path / "f"
-    path.write_bytes(b"fresh")
-    cache = StatCache()
-    cache.record(str(path), os.lstat(path), sha256_bytes(b"fresh"))
-    assert cache.dirty == {} and cache.entries == {}
-    age(path, RACY_WINDOW_NS / 1e9 + 5)
-    cache.record(str(path), os.lstat(path), sha256_bytes(b"fresh"))
-    assert list(cache.dirty) == [str(path)]
+def temp_names(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if TEMP_MARK in p.name)
 
 
 def test_a_source_hashed_to_plan_is_not_read_again_to_write_it(tmp_path: Path) -> None:
@@ -172,44 +80,6 @@ def test_a_copy_of_a_source_edited_since_the_plan_is_refused_and_leaves_nothing(
         fs.copy(tmp_path / "a.txt", str(source), sha256_bytes(b"planned"))
     fs.discard()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["source"]
-
-
-def test_new_or_large_files_are_never_remembered(tmp_path: Path) -> None:
-    fresh, big = tmp_path / "fresh", tmp_path / "big"
-    fresh.write_bytes(b"just written")
-    big.write_bytes(b"x" * 4096)
-    age(big, 10)
-    cache = StatCache(contents_budget=1024)
-    fs = ReadOnlyFS(cache)
-    fs.digest_file(fresh)
-    fs.digest_file(big)
-    assert cache.contents == {}
-
-
-def test_entry_recorded_long_after_mtime_is_trusted(tmp_path: Path) -> None:
-    path = tmp_path / "f"
-    path.write_bytes(b"x")
-    age(path, RACY_WINDOW_NS / 1e9 + 5)
-    cache = StatCache()
-    cache.record(str(path), os.lstat(path), "d")
-    assert cache.lookup(str(path), os.lstat(path)) == "d"
-
-
-def test_size_limit(tmp_path: Path) -> None:
-    path = tmp_path / "big"
-    path.write_bytes(b"x" * 100)
-    with pytest.raises(FileTooLargeError, match="over the file-size limit of 10 bytes"):
-        ReadOnlyFS(max_file_bytes=10).read_bytes(path)
-
-
-def test_a_known_digest_does_not_lift_the_size_limit(tmp_path: Path) -> None:
-    path = tmp_path / "f"
-    path.write_bytes(b"x" * 100)
-    age(path, 10)
-    cache = StatCache()
-    ReadOnlyFS(cache).digest_file(path)  # known to the cache now
-    with pytest.raises(FileTooLargeError):
-        ReadOnlyFS(cache, max_file_bytes=10).digest_file(path)
 
 
 def test_a_file_written_over_a_symlink_gets_a_private_mode(tmp_path: Path) -> None:
@@ -295,38 +165,6 @@ def test_an_exclusive_create_of_an_absent_target_lands(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "d").iterdir()] == ["f"]
 
 
-def test_walk_never_follows_symlinks(tmp_path: Path) -> None:
-    (tmp_path / "real").mkdir()
-    (tmp_path / "real" / "x").write_text("x")
-    (tmp_path / "link").symlink_to(tmp_path / "real")
-    found = ReadOnlyFS().walk(tmp_path)
-    assert found["link"].state == "symlink"
-    assert "link/x" not in found
-
-
-def test_cache_fetches_only_the_folders_a_run_touches(tmp_path: Path) -> None:
-    asked: list[str] = []
-    old = tmp_path / "a" / "f"
-    old.parent.mkdir()
-    old.write_bytes(b"x")
-    age(old, 10)
-    st = os.lstat(old)
-    entry = ((st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns), "d", time.time_ns())
-
-    def loader(folder: str) -> dict[str, tuple[tuple[int, int, int, int], str, int]]:
-        asked.append(folder)
-        return {str(old): entry} if str(old).startswith(folder + "/") else {}
-
-    cache = StatCache(loader=loader)
-    assert cache.lookup(str(old), st) == "d"
-    assert cache.lookup(str(old), st) == "d"
-    other = tmp_path / "a" / "sub" / "g"
-    other.parent.mkdir()
-    other.write_bytes(b"y")
-    assert cache.lookup(str(other), os.lstat(other)) is None
-    assert asked == [str(old.parent)], "a loaded folder covers its whole subtree"
-
-
 def test_a_target_with_the_longest_legal_name_can_be_written(tmp_path: Path) -> None:
     target = tmp_path / ("m" * 251 + ".txt")  # 255 bytes: NAME_MAX on ext4
     fs = WritableFS(tag="20261203T083405-8efc7892")
@@ -350,20 +188,6 @@ def test_a_file_where_a_folder_must_be_created_is_a_conflict_not_a_crash(tmp_pat
     with pytest.raises(ConflictError, match="not a folder"):
         fs.write(tmp_path / "d" / "e" / "f", b"declared", exclusive=True)
     assert (tmp_path / "d").read_bytes() == b"a person's file"
-
-
-def test_a_flush_reaches_every_file_system_a_tree_crosses(tmp_path: Path) -> None:
-    # One syncfs of the first path's file system would leave writes under a
-    # mount point (here /proc stands for any other file system) in memory.
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    assert file_systems([str(tmp_path / "a"), str(tmp_path / "b")]) == [str(tmp_path / "a")]
-    other = file_systems([str(tmp_path / "a"), "/proc", str(tmp_path / "b")])
-    assert other == [str(tmp_path / "a"), "/proc"]
-
-
-def test_a_folder_gone_before_its_flush_is_skipped(tmp_path: Path) -> None:
-    assert file_systems([str(tmp_path / "gone"), str(tmp_path)]) == [str(tmp_path)]
 
 
 def test_a_signal_right_after_a_temp_file_is_created_leaves_discard_its_name(
@@ -415,46 +239,6 @@ def test_as_root_a_written_file_stays_its_owners_and_new_ones_are_the_folders(
     assert mine.read_text() == "a = 2\n"
 
 
-def test_a_pipe_is_refused_by_name_and_never_opened(tmp_path: Path) -> None:
-    """Opening a pipe to read it waits for a writer: it would hang a run."""
-    pipe = tmp_path / "pipe"
-    os.mkfifo(pipe)
-    with pytest.raises(ConflictError, match="is a pipe, socket or device"):
-        ReadOnlyFS().read_bytes(pipe)
-
-
-def test_paths_in_a_missing_folder_are_known_absent_from_one_look_at_the_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    looked: list[str] = []
-    real_lstat = os.lstat
-
-    def counting_lstat(path: str, *args: object, **kwargs: object) -> os.stat_result:
-        looked.append(os.fspath(path))
-        return real_lstat(path)
-
-    witnesses: dict[str, object] = {}
-    fs = ReadOnlyFS(witness=witnesses)  # type: ignore[arg-type]
-    monkeypatch.setattr(os, "lstat", counting_lstat)
-    paths = [str(tmp_path / "new" / f"f{i}") for i in range(50)]
-    assert [fs.entry(p) for p in paths] == [None] * 50
-    assert len(looked) == 2  # the first path, then its folder: the rest are known absent
-    assert all(witnesses[p] is None for p in paths)  # each absent path is still witnessed
-
-
-def test_paths_under_a_file_stay_blocked_and_a_folder_seen_there_is_looked_into(
-    tmp_path: Path,
-) -> None:
-    (tmp_path / "file").write_text("x")
-    (tmp_path / "there").mkdir()
-    (tmp_path / "there" / "b").write_text("b")
-    fs = ReadOnlyFS()
-    assert [fs.entry(tmp_path / "file" / n) for n in ("a", "b")] == [Entry("blocked")] * 2
-    assert fs.entry(tmp_path / "there" / "a") is None
-    found = fs.entry(tmp_path / "there" / "b")
-    assert found is not None and found.state == "file"
-
-
 def test_a_file_system_that_writes_never_takes_a_missing_folder_for_granted(
     tmp_path: Path,
 ) -> None:
@@ -501,10 +285,6 @@ def test_a_file_in_the_way_of_a_folder_and_not_removed_is_a_conflict(tmp_path: P
         fs.write(tmp_path / "x" / "y.txt", b"y\n", exclusive=True)
     fs.discard()
     assert (tmp_path / "x").read_text() == "somebody's\n"
-
-
-def temp_names(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if TEMP_MARK in p.name)
 
 
 def test_a_new_folder_is_made_whole_under_a_temp_name_and_renamed_into_place(
