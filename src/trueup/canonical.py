@@ -8,7 +8,7 @@ with digests computed by later versions, so this encoding never changes.
 
 ``storage_json`` is for rows and files trueup reads back itself (journal,
 applied records, rollback manifests, caches), whose bytes are never compared:
-orjson writes them about eight times faster, which matters when a first apply
+orjson writes them much faster than ``json``, which matters when a first apply
 of 10,000 resources stores some 40,000 small values.
 """
 

@@ -111,7 +111,7 @@ class Output:
             "data": data,
         }
         # Indented for a person at a terminal; compact when piped, where the C
-        # encoder writes a 10,000-action plan several times faster.
+        # encoder writes a big plan much faster.
         indent = 2 if sys.stdout.isatty() else None
         text = json.dumps(document, indent=indent, sort_keys=True, default=str)
         sys.stdout.write(redact(text) + "\n")

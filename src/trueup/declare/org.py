@@ -2,8 +2,8 @@
 
 Every error names the file, the section or item (by its name when it has
 one) and the field, and nothing is read from or written to any provider.
-Parsing and validating a large org costs tens of milliseconds, more than a
-no-op plan should spend before its first request, so the validated result is
+Parsing and validating a large org costs more than a no-op plan should
+spend before its first request, so the validated result is
 cached under the data directory, keyed by the file's content (and trueup's
 version): an edit is always a miss.
 

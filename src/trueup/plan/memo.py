@@ -14,7 +14,7 @@ Only plans without changes are remembered, so nothing is ever written on the
 strength of a remembered plan: anything with something to do is computed.
 
 The memo is stored with ``marshal``, not JSON: it is read on every no-op plan
-and holds a witness per path, which ``marshal`` loads several times faster.
+and holds a witness per path, which ``marshal`` loads faster than JSON.
 Unlike pickle, ``marshal`` builds only plain values and runs no code; its
 format is keyed by Python version here, as any other change of format.
 """
@@ -89,7 +89,7 @@ class PlanMemo:
 
     def recall(self) -> Remembered | None:
         try:
-            # loads of the bytes: load() of a file object reads it piecemeal, 5x slower.
+            # loads of the bytes: load() of a file object reads it piecemeal, much slower.
             document = marshal.loads(self.path.read_bytes())
             if document.get("key") != self.key:
                 return None

@@ -377,7 +377,7 @@ class HttpClient:
 
 @functools.cache
 def tls_context() -> ssl.SSLContext:
-    """One verifying TLS context per process: loading the CA store costs ~70 ms each time.
+    """One verifying TLS context per process: the CA store is loaded once, not per client.
 
     A plain-http base URL (a fake on loopback) gets none: it never speaks TLS,
     since clients only ever request paths under their own base URL.

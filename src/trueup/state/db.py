@@ -275,7 +275,7 @@ class Database:
 
     def _sql(self, sql: str, positional: bool = False) -> str:
         """psycopg's spelling of ``sql``: ``:name`` is ``%(name)s``; with ``positional``
-        (the bulk statements: a tuple per row binds a quarter faster than a dict),
+        (the bulk statements: a tuple per row binds faster than a dict),
         ``?`` is ``%s``, so such a statement holds no other question mark."""
         if self.dialect == "sqlite":
             return sql

@@ -64,7 +64,7 @@ class _Server:
     def __init__(self, name: str, app: Starlette, host: str, port: int) -> None:
         self.name = name
         # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that
-        # say so, and without it every response stalls ~40 ms on delayed ACKs.
+        # say so, and without it every response stalls on the peer's delayed ACK.
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
