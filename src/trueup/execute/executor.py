@@ -44,7 +44,7 @@ from trueup.errors import ConflictError, TrueupError
 from trueup.execute.rollback import Capture, RollbackStore
 from trueup.execute.verification import verify_commands
 from trueup.fs import TargetAppeared, WritableFS
-from trueup.kinds.base import INTENT, ApplyContext
+from trueup.kinds.base import INTENT, ApplyContext, Touched
 from trueup.model import (
     Action,
     ActionType,
@@ -307,14 +307,14 @@ class Executor:
             touched = (
                 kind.touches(action, self._resource(action), self.read_ctx)
                 if action.changes_target
-                else []
+                else Touched([])
             )
             captures.append(
                 Capture(
                     seq,
-                    touched,
+                    touched.paths,
                     self._applied_json(action.resource_id),
-                    kind.prunes(action) or action.frees is not None,
+                    touched.prunes or action.frees is not None,
                     action.exclusive,
                 )
             )

@@ -8,11 +8,10 @@ along. A new kind is one module with one ``Kind`` subclass, registered in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from trueup.fs import ReadOnlyFS, WritableFS
 from trueup.model import Action, ActionType, Applied, Evidence, Observed, Resource
@@ -108,18 +107,26 @@ class Decision:
     frees: str | None = None
 
 
+class Touched(NamedTuple):
+    """The paths an action may change (their old state is kept before it runs)."""
+
+    paths: list[str]
+    #: It may remove the folders it empties: their modes are kept too, so a
+    #: restore brings them back as they were.
+    prunes: bool = False
+
+
 class Kind:
     """Base of every kind; subclasses override what applies to them."""
 
     name: ClassVar[str]
     policies: ClassVar[tuple[str, ...]]
-    #: False for kinds whose targets are remote APIs: no rollback material is
-    #: kept (there is nothing to restore from), a failure leaves a checkpoint,
-    #: and each action runs alone so it is journaled before its remote call.
+    #: Whether the old state of what an action touches can be kept and put back
+    #: (local files: ``touches``). False for remote APIs: there is nothing to
+    #: restore from, so a failure leaves a checkpoint and each action runs alone,
+    #: journaled before its remote call. (Whether a kind's targets are paths, which
+    #: the planner asks, is plan/restructure.py's ``PathKind``, not this.)
     restorable: ClassVar[bool] = True
-    #: Its target is a folder that other targets may lie in (what trueup wrote there
-    #: under another id is taken over, not removed first).
-    holds_paths: ClassVar[bool] = False
 
     @property
     def default_policy(self) -> str:
@@ -183,39 +190,6 @@ class Kind:
         """Pure. ``resource`` is ``None`` when the declaration dropped it."""
         raise NotImplementedError
 
-    def written(self, applied: Applied) -> list[Any] | None:
-        """What trueup wrote at this record's target as one tree entry (kinds/tree.py):
-        ``["file", digest, executable]`` or ``["link", target]``; ``None`` (the default)
-        for anything else. A folder declared around a dropped record takes it over."""
-        return None
-
-    def inherit(self, resource: Resource, records: Sequence[Applied]) -> Applied | None:
-        """A record for ``resource``, newly declared around the targets of dropped
-        ``records``, under which what trueup wrote there is trueup's to update.
-
-        ``None`` (the default) leaves those files foreign to ``resource``: one that
-        differs from the declaration is then drift, which is right for a kind
-        that cannot tell trueup's writing from anybody's.
-        """
-        return None
-
-    def left_empty(self, observed: Observed, removed: AbstractSet[str]) -> bool:
-        """Whether what stands at this resource's place, as ``observed``, is nothing but
-        the paths ``removed`` (relative to it) and their folders, so that removing
-        them leaves the place free. ``False`` (the default): the kind cannot tell.
-        """
-        return False
-
-    def clears(self, applied: Applied, decision: Decision) -> bool:
-        """Whether ``decision``, the removal of a dropped resource, leaves its target empty.
-
-        A declared resource at that place (or below it) is then planned as if
-        nothing were there: a file trueup wrote becomes a folder of the same
-        name in one apply. ``False`` (the default) keeps it a conflict for a
-        person, which is right whenever something may stay behind.
-        """
-        return False
-
     def unrecorded(self, resource: Resource, observed: Observed) -> Decision | None:
         """A target already as declared that trueup has no record of: take it over?
 
@@ -226,14 +200,9 @@ class Kind:
         return None
 
     # -- execute ------------------------------------------------------------
-    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[str]:
-        """The paths a mutation may change, so their old state can be kept first."""
-        return [ctx.path_str(resource.target)]
-
-    def prunes(self, action: Action) -> bool:
-        """Whether applying ``action`` may remove folders it empties: their modes are
-        kept first, so a restore brings them back as they were."""
-        return False
+    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> Touched:
+        """What a mutation may change, so the executor keeps its old state first."""
+        return Touched([ctx.path_str(resource.target)])
 
     def apply(
         self, action: Action, resource: Resource, ctx: ApplyContext

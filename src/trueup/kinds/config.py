@@ -13,7 +13,8 @@ import itertools
 import math
 import reprlib
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -216,6 +217,8 @@ def keys_digest(values: Mapping[str, object]) -> str:
 
 
 class ConfigKind(Kind):
+    #: A config file holds no other targets (plan/restructure.py's PathKind).
+    holds_paths = False
     name = "config"
     policies = ("merge", "replace")
 
@@ -513,6 +516,23 @@ class ConfigKind(Kind):
             # Keys trueup never set are data it cannot give back.
             destroys=bool(extra or theirs or rewrites),
         )
+
+    # -- restructured trees (plan/restructure.py's PathKind) -----------------
+    # A config file is edited in place, keys it does not own stay: its removal
+    # never leaves its place empty, and it is never one entry of a tree.
+    def written(self, applied: Applied) -> list[Any] | None:
+        return None
+
+    def inherit(
+        self, resource: Resource, records: Sequence[tuple[Applied, list[Any] | None]]
+    ) -> Applied | None:
+        return None
+
+    def left_empty(self, observed: Observed, removed: AbstractSet[str]) -> bool:
+        return False
+
+    def clears(self, applied: Applied, decision: Decision) -> bool:
+        return False
 
     def unrecorded(self, resource: Resource, observed: Observed) -> Decision | None:
         """Declared keys found as declared are recorded as the person's (``foreign``).

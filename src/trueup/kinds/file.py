@@ -8,7 +8,7 @@ append-local keeps a marked source section and leaves every byte outside it
 from __future__ import annotations
 
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from functools import cache
 from pathlib import Path
@@ -178,6 +178,8 @@ _LISTED = 64
 class FileKind(Kind):
     name = "file"
     policies = ("replace", "replace-if-unmodified", "append-local")
+    #: A file holds no other targets (plan/restructure.py's PathKind).
+    holds_paths = False
 
     def declaration_model(self) -> type[BaseModel]:
         return file_fields()
@@ -360,6 +362,11 @@ class FileKind(Kind):
         if applied.resource.policy == "append-local" or applied.digest is None:
             return None  # a section of a file that stays the person's
         return ["file", applied.digest, bool(spec.get("executable"))]
+
+    def inherit(
+        self, resource: Resource, records: Sequence[tuple[Applied, list[Any] | None]]
+    ) -> Applied | None:
+        return None  # a file declared around nothing: there is nothing to take over
 
     def clears(self, applied: Applied, decision: Decision) -> bool:
         # The removal of an append-local section keeps the file and its local text.

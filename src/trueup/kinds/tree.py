@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from trueup.canonical import digest
 from trueup.declare.plain import REQUIRED, checked, is_str
 from trueup.errors import UsageError
 from trueup.fs import Entry, ReadOnlyFS
-from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext, obstacle
+from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext, Touched, obstacle
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
 
 if TYPE_CHECKING:
@@ -261,6 +262,7 @@ def tree_preview(action: Action, most: int = 50) -> str:
 class TreeKind(Kind):
     """What the directory and skill kinds share: everything but observe and plan."""
 
+    #: A folder: other targets may lie in it (plan/restructure.py's PathKind).
     holds_paths = True
 
     def declaration_model(self) -> type[BaseModel]:
@@ -306,29 +308,35 @@ class TreeKind(Kind):
             if entry[0] == "link"
         ]
 
-    def inherit(self, resource: Resource, records: Sequence[Applied]) -> Applied | None:
-        from trueup import kinds
+    # -- restructured trees (plan/restructure.py's PathKind) -----------------
+    def written(self, applied: Applied) -> list[Any] | None:
+        return None  # a folder is not one entry of a tree
 
+    def left_empty(self, observed: Observed, removed: AbstractSet[str]) -> bool:
+        return False
+
+    def inherit(
+        self, resource: Resource, records: Sequence[tuple[Applied, list[Any] | None]]
+    ) -> Applied | None:
+        """What trueup wrote in this folder under dropped ids is trueup's to update."""
         prefix = resource.target + "/"
         files: dict[str, TreeEntry] = {}
-        for record in records:
-            entry = kinds.get(record.resource.kind).written(record)
+        for record, entry in records:
             if entry is not None and record.resource.target.startswith(prefix):
                 files[record.resource.target.removeprefix(prefix)] = entry
         if not files:
             return None
-        return Applied(resource, None, {"files": files}, records[0].revision, records[0].applied_at)
+        first = records[0][0]
+        return Applied(resource, None, {"files": files}, first.revision, first.applied_at)
 
     def clears(self, applied: Applied, decision: Decision) -> bool:
         return decision.type is ActionType.REMOVE_RESOURCE and bool(decision.payload.get("empties"))
 
-    def prunes(self, action: Action) -> bool:
-        return action.type is ActionType.REMOVE_RESOURCE or bool(action.payload.get("remove"))
-
-    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[str]:
+    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> Touched:
         base = ctx.path_str(resource.target)
         rels = [*action.payload.get("write", []), *action.payload.get("remove", [])]
-        return [os.path.join(base, rel) for rel in rels]
+        prunes = action.type is ActionType.REMOVE_RESOURCE or bool(action.payload.get("remove"))
+        return Touched([os.path.join(base, rel) for rel in rels], prunes)
 
     def apply(self, action: Action, resource: Resource, ctx: ApplyContext) -> None:
         # Plain strings, not Path objects: this loop runs once per file of the tree.

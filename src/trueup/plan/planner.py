@@ -2,7 +2,9 @@
 
 Everything kind-specific is the kind's ``plan``; this module only orders
 resources, asks each kind for its decision, and assembles the plan whose
-identity covers the observations it was computed from.
+identity covers the observations it was computed from. What paths nesting
+means for file-like kinds (renames, overlaps, restructured trees) is
+restructure.py's.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from trueup.model import (
     Resource,
     Target,
 )
-from trueup.paths import find_overlaps, within
+from trueup.paths import within
+from trueup.plan import restructure
 
 
 def topological_order(resources: Iterable[Resource]) -> list[Resource]:
@@ -82,14 +85,16 @@ def compute_plan(
     ordered = topological_order(resources)
     declared = {r.id for r in ordered}
     gone = sorted(set(applied) - declared)
-    heirs = _heirs(ordered, {rid: applied[rid] for rid in gone})
+    heirs = restructure.heirs(ordered, {rid: applied[rid] for rid in gone})
     inherited: dict[str, Applied] = {}
     for rid, taker in heirs.items():  # the first dropped record, for an heir without its own
         if taker not in applied:
             inherited.setdefault(taker, applied[rid])
-    covered = _covered({rid: applied[rid].resource for rid in gone if rid not in heirs}, ordered)
-    inherited.update(_adopted(covered, ordered, applied, inherited))
-    clearing = _clearing(covered, {r.id: r for r in ordered}, applied, observed, force)
+    covered = restructure.covered(
+        {rid: applied[rid].resource for rid in gone if rid not in heirs}, ordered
+    )
+    inherited.update(restructure.adopted(covered, ordered, applied, inherited))
+    clearing = restructure.clearing(covered, {r.id: r for r in ordered}, applied, observed, force)
     cleared = {applied[rid].resource.target for rid in clearing}
     emptied = {d.frees for d in clearing.values() if d.frees is not None}
     if cleared:  # planned, and checked before it is written, as what the removal leaves
@@ -140,7 +145,7 @@ def compute_plan(
         elif heir is None:
             decision = kinds.get(record.resource.kind).plan(None, seen, record, rid in force)
         elif decided[heir].type.applies or (
-            heir in applied and not _moved(record.resource, applied[heir].resource)
+            heir in applied and not restructure.moved(record.resource, applied[heir].resource)
         ):
             decision = Decision(
                 ActionType.REMOVE_RESOURCE,
@@ -167,18 +172,6 @@ def compute_plan(
     )
 
 
-def _moved(was: Resource, now: Resource) -> bool:
-    """A declared id now names another target or kind than the one trueup applied.
-
-    The applied record describes something else: as the third side of a
-    three-way comparison it would be wrong, and the old target is not this
-    resource's to touch any more.
-    """
-    if not kinds.get(now.kind).restorable:
-        return False  # a remote object is known by the id recorded, whatever it is called
-    return was.target != now.target or was.kind != now.kind
-
-
 def _where(resource: Resource) -> str:
     return f"{resource.kind} {resource.target}"
 
@@ -202,129 +195,6 @@ def _moved_decision(was: Resource, now: Resource) -> Decision:
     )
 
 
-def _covered(dropped: Mapping[str, Resource], declared: Iterable[Resource]) -> dict[str, str]:
-    """Dropped ids whose target is, holds or lies in a declared one's, and that id.
-
-    One sorted pass over every target (paths.find_overlaps), not a pair at a time.
-    """
-    local = [r for r in declared if kinds.get(r.kind).restorable]
-    gone = {rid: r for rid, r in dropped.items() if kinds.get(r.kind).restorable}
-    if not gone:
-        return {}
-    pairs = find_overlaps(
-        [*((r.id, r.target) for r in local), *((rid, r.target) for rid, r in gone.items())]
-    )
-    found: dict[str, str] = {}
-    for a, b in pairs:
-        if a in gone and b not in gone:
-            found.setdefault(a, b)
-        elif b in gone and a not in gone:
-            found.setdefault(b, a)
-    return found
-
-
-def _clearing(
-    covered: Mapping[str, str],
-    declared: Mapping[str, Resource],
-    applied: Mapping[str, Applied],
-    observed: Mapping[str, Observed],
-    force: frozenset[str],
-) -> dict[str, Decision]:
-    """Dropped ids in the way of a declared one that are removed first, and how.
-
-    A dropped file where a folder is declared now (or one above a declared
-    target) goes first when its kind's own removal would take it and leave
-    nothing there (``Kind.clears``); the declared resource is then planned as
-    absent. One that lies inside a declared folder is not in its way: it is
-    handed over. Those inside a declared file's place go first, with the
-    folders they leave empty (``Decision.frees``), when nothing else is in that folder.
-    Anything else in the way stays a conflict for a person.
-    """
-    found: dict[str, Decision] = {}
-    inside: dict[str, list[str]] = {}  # a declared id -> dropped ids in its place
-    for rid, covering in covered.items():
-        record = applied[rid]
-        place, resource = record.resource.target, declared[covering]
-        seen = observed.get(rid, ABSENT)
-        within_it = place != resource.target and within(place, {resource.target})
-        if seen.state == OVERSIZED or (within_it and kinds.get(resource.kind).holds_paths):
-            continue
-        kind = kinds.get(record.resource.kind)
-        decision = kind.plan(None, seen, record, rid in force)
-        if not kind.clears(record, decision):
-            continue
-        if within_it:
-            inside.setdefault(covering, []).append(rid)
-            decision = replace(decision, frees=resource.target)
-        found[rid] = decision
-    for covering, rids in inside.items():
-        resource = declared[covering]
-        leaving = {
-            part
-            for rid in rids
-            for part in _and_parents(
-                applied[rid].resource.target.removeprefix(resource.target + "/")
-            )
-        }
-        seen = observed.get(covering, ABSENT)
-        if not kinds.get(resource.kind).left_empty(seen, leaving):  # something else is there
-            for rid in rids:
-                del found[rid]
-    return found
-
-
-def _and_parents(rel: str) -> list[str]:
-    """``a/b/c`` -> ``a/b/c``, ``a/b``, ``a``."""
-    parts = rel.split("/")
-    return ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
-
-
-def _adopted(
-    covered: Mapping[str, str],
-    declared: Iterable[Resource],
-    applied: Mapping[str, Applied],
-    inherited: Mapping[str, Applied],
-) -> dict[str, Applied]:
-    """Records for newly declared folders made of the dropped records inside them
-    (``Kind.inherit``): what trueup wrote there under other ids is trueup's."""
-    inside: dict[str, list[Applied]] = {}
-    by_id = {r.id: r for r in declared}
-    for rid, covering in covered.items():
-        resource = by_id[covering]
-        record = applied[rid]
-        if (
-            covering not in applied
-            and covering not in inherited
-            and within(record.resource.target, {resource.target})
-        ):
-            inside.setdefault(covering, []).append(record)
-    found = {}
-    for covering, records in inside.items():
-        resource = by_id[covering]
-        taken = kinds.get(resource.kind).inherit(resource, records)
-        if taken is not None:
-            found[covering] = taken
-    return found
-
-
-def _heirs(declared: Iterable[Resource], dropped: Mapping[str, Applied]) -> dict[str, str]:
-    """Dropped ids whose target and kind a declared id names now (a renamed resource).
-
-    Removing the old id's target would delete what the new one declares, so
-    the old id is only forgotten once the new one is applied (or already
-    recorded there: an interrupted rename, an id moved there with --overwrite).
-    A new id without a record of its own takes the old record over: its
-    three-way comparison is against what trueup wrote.
-    """
-    by_place = {(r.target, r.kind): r.id for r in declared if kinds.get(r.kind).restorable}
-    heirs = {}
-    for rid, record in dropped.items():
-        heir = by_place.get((record.resource.target, record.resource.kind))
-        if heir is not None:
-            heirs[rid] = heir
-    return heirs
-
-
 def _decide(resource: Resource, seen: Observed, record: Applied | None, forced: bool) -> Decision:
     """A declared resource's decision, against the record of what trueup wrote there.
 
@@ -339,7 +209,7 @@ def _decide(resource: Resource, seen: Observed, record: Applied | None, forced: 
         if decision.type is not ActionType.NO_OP or seen.state == "absent":
             return decision
         return kind.unrecorded(resource, seen) or decision
-    if _moved(record.resource, resource):
+    if restructure.moved(record.resource, resource):
         if not forced:
             return _moved_decision(record.resource, resource)
         return _recorded(
@@ -380,7 +250,7 @@ def _unreadable(seen: Observed) -> Decision:
 
 def _stale(record: Applied, seen: Observed) -> bool:
     return (
-        kinds.get(record.resource.kind).restorable
+        restructure.path_kind(record.resource.kind) is not None
         and record.digest is not None
         and seen.digest is not None
         and seen.digest != record.digest

@@ -123,9 +123,6 @@ class RemoteKind(Kind):
     def declaration_model(self) -> type[BaseModel]:
         raise UsageError(f"kind {self.name!r} is declared in an org file, not in a profile")
 
-    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> list[Any]:
-        return []
-
     def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
         session = service(ctx, self.provider)
         applied = applied_record(ctx, resource.id)
