@@ -40,7 +40,17 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
 ) -> None:
     """Serve all three fakes until Ctrl-C; print `export` lines for TRUEUP_* variables."""
-    from trueup.testing.servers import FakeProviders, _shutdown_signals
+    try:
+        from trueup.testing.servers import FakeProviders, _shutdown_signals
+    except ModuleNotFoundError as exc:  # the servers are an extra, not the core
+        from trueup.cli.output import Output
+        from trueup.errors import UsageError
+
+        missing = UsageError(
+            f"the fake servers need {exc.name}, which is not installed",
+            hint="pip install 'trueup[fakes]'",
+        )
+        raise typer.Exit(Output("fakes serve").error(missing)) from None
 
     fakes = FakeProviders(state_dir=state_dir, host=host, port_base=port_base)
     try:
