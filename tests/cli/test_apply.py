@@ -1,0 +1,19 @@
+"""``trueup apply``: the plan, applied under the lock, verified and recorded."""
+
+from __future__ import annotations
+
+from world import World
+
+
+def test_apply_writes_the_file_and_a_second_plan_is_converged(world: World, profile: str) -> None:
+    applied = world.run("apply", profile, "--root", str(world.root), "--yes")
+    assert applied.code == 0, applied.err
+    assert world.target("x").read_text() == "c"
+    again = world.run("plan", profile, "--root", str(world.root), "--json")
+    assert again.code == 0 and again.json["status"] == "converged"
+
+
+def test_apply_without_yes_or_a_terminal_changes_nothing(world: World, profile: str) -> None:
+    refused = world.run("apply", profile, "--root", str(world.root))
+    assert refused.code != 0
+    assert not world.target("x").exists()
