@@ -1,5 +1,5 @@
-"""Profiles are validated without pydantic when plainly valid, in bulk with it
-otherwise, and always with the same result and the same errors."""
+"""Profiles are validated by pydantic in bulk (one call per model), and one by one
+only to word the first error: always with the same result and the same errors."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from trueup.declare import plain, profile
-from trueup.declare.models import ProfileMeta
+from trueup.declare import profile
 from trueup.errors import UsageError
 
 MIXED: list[dict[str, Any]] = [
@@ -39,10 +38,9 @@ MIXED: list[dict[str, Any]] = [
 DOCUMENT = {"profile": {"id": "p", "name": "P"}, "resource": MIXED}
 
 
-def test_bulk_and_plain_validation_give_what_validating_each_resource_gives() -> None:
+def test_bulk_validation_gives_what_validating_each_resource_gives() -> None:
     each = [profile._entry(raw, i, "p.toml") for i, raw in enumerate(MIXED)]
     assert profile._all_at_once(MIXED) == each
-    assert profile._plainly_valid(MIXED) == each
     assert profile._validate(DOCUMENT, "p.toml")["resources"] == each
 
 
@@ -118,32 +116,16 @@ RESOURCE = resources()
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(RESOURCE)
-def test_whatever_plain_validation_accepts_pydantic_accepts_the_same(raw: dict[str, Any]) -> None:
-    plainly = profile._plainly_valid([raw])
-    event("plainly valid" if plainly is not None else "left to pydantic")
-    if plainly is not None:
-        assert plainly == [profile._entry(raw, 0, "p.toml")]
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.fixed_dictionaries(
-        {"id": st.sampled_from(["p", "ok.id", "-x", 1]), "name": st.text(max_size=2)},
-        optional={
-            "description": VALUES,
-            "groups": VALUES,
-            "colour": VALUES,
-            "allow_sources_outside": st.one_of(
-                VALUES, st.lists(st.sampled_from(["", "../x", "/opt/y", "a\0b", 3]), max_size=2)
-            ),
-        },
-    )
-)
-def test_profile_sections_plain_and_pydantic_agree(raw: dict[str, Any]) -> None:
-    plainly = plain.checked(raw, plain.META)
-    event("plainly valid" if plainly is not None else "left to pydantic")
-    if plainly is not None:
-        assert plainly == ProfileMeta.model_validate(raw).model_dump()
+def test_whatever_bulk_validation_accepts_each_validation_accepts_the_same(
+    raw: dict[str, Any],
+) -> None:
+    bulk = profile._all_at_once([raw])
+    event("valid in bulk" if bulk is not None else "worded one by one")
+    if bulk is not None:
+        assert bulk == [profile._entry(raw, 0, "p.toml")]
+    else:
+        with pytest.raises(UsageError):
+            profile._entry(raw, 0, "p.toml")
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from trueup.declare.plain import ID_PATTERN
+#: What an id may be: a letter or digit, then letters, digits and ``._:-``.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 
 
 def _no_nul(path: str) -> str:
@@ -15,7 +16,6 @@ def _no_nul(path: str) -> str:
     return path
 
 
-#: As plain.is_folder_list takes them.
 FolderPath = Annotated[str, Field(min_length=1), AfterValidator(_no_nul)]
 
 

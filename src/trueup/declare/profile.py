@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from trueup import __version__, kinds
 from trueup.canonical import digest, sha256_hex, storage_json
-from trueup.declare import plain
 from trueup.declare.files import read_document
 from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS
@@ -80,6 +79,10 @@ def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> P
 
 
 # -- validation (on a cache miss) ------------------------------------------
+#: The fields every resource has (declare/models.py CommonFields); the rest are its kind's.
+COMMON = frozenset({"id", "kind", "target", "policy", "depends_on", "groups", "verify"})
+
+
 def _validate(data: dict[str, Any], where: str) -> dict[str, Any]:
     unknown = sorted(set(data) - {"profile", "resource"})
     if unknown:
@@ -87,29 +90,8 @@ def _validate(data: dict[str, Any], where: str) -> dict[str, Any]:
     raw_resources = data.get("resource", [])
     if not isinstance(raw_resources, list):
         raise UsageError(f"{where}: 'resource' must be a list of tables ([[resource]])")
-    meta = plain.checked(data.get("profile"), plain.META)
-    entries = _plainly_valid(raw_resources) if meta is not None else None
-    if meta is None or entries is None:
-        meta, entries = _with_pydantic(data, raw_resources, where)
+    meta, entries = _with_pydantic(data, raw_resources, where)
     return {"profile": meta, "resources": entries}
-
-
-def _plainly_valid(raws: list[Any]) -> list[dict[str, Any]] | None:
-    """Every entry validated without pydantic (declare/plain.py), or ``None``."""
-    entries = []
-    for raw in raws:
-        if type(raw) is not dict and not isinstance(raw, Mapping):
-            return None
-        common = plain.common(raw)
-        if common is None or common["kind"] not in kinds.REGISTRY:
-            return None
-        kind = kinds.get(common["kind"])
-        fields = kind.plain_fields({k: v for k, v in raw.items() if k not in plain.COMMON})
-        entry = _checked(common, kind, fields)
-        if entry is None:
-            return None
-        entries.append(entry)
-    return entries
 
 
 def _with_pydantic(
@@ -161,7 +143,7 @@ def _all_at_once(raws: list[Any]) -> list[dict[str, Any]] | None:
         return None
     try:
         commons = TypeAdapter(list[CommonFields]).validate_python(
-            [{k: v for k, v in raw.items() if k in plain.COMMON} for raw in raws]
+            [{k: v for k, v in raw.items() if k in COMMON} for raw in raws]
         )
     except ValidationError:
         return None
@@ -175,7 +157,7 @@ def _all_at_once(raws: list[Any]) -> list[dict[str, Any]] | None:
         model = kinds.get(name).declaration_model()
         try:
             valid: list[BaseModel] = TypeAdapter(list[model]).validate_python(  # type: ignore[valid-type]
-                [{k: v for k, v in raws[i].items() if k not in plain.COMMON} for i in indexes]
+                [{k: v for k, v in raws[i].items() if k not in COMMON} for i in indexes]
             )
         except ValidationError:
             return None
@@ -201,7 +183,7 @@ def _entry(raw: Any, index: int, where: str) -> dict[str, Any]:
     if isinstance(raw.get("id"), str):
         label = f"resource {raw['id']!r}"
     try:
-        common = CommonFields.model_validate({k: v for k, v in raw.items() if k in plain.COMMON})
+        common = CommonFields.model_validate({k: v for k, v in raw.items() if k in COMMON})
     except ValidationError as exc:
         raise UsageError(f"{where}: {label}: {_first(exc)}") from None
     if common.kind not in kinds.REGISTRY:
@@ -222,7 +204,7 @@ def _entry(raw: Any, index: int, where: str) -> dict[str, Any]:
         raise UsageError(f"{where}: {label}: field 'target': {exc}") from None
     try:
         fields = kind.declaration_model().model_validate(
-            {k: v for k, v in raw.items() if k not in plain.COMMON}
+            {k: v for k, v in raw.items() if k not in COMMON}
         )
     except ValidationError as exc:
         raise UsageError(f"{where}: {label}: {_first(exc)}") from None

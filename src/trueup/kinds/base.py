@@ -137,15 +137,6 @@ class Kind:
         """The pydantic model of this kind's own fields (besides the common ones)."""
         raise NotImplementedError
 
-    def plain_fields(self, fields: Mapping[str, Any]) -> dict[str, Any] | None:
-        """This kind's fields, validated without pydantic when they plainly are valid.
-
-        Returns what ``declaration_model().model_validate(fields).model_dump(
-        exclude_none=True)`` would, or ``None`` to let pydantic decide (and word
-        the error); see declare/plain.py. Optional: ``None`` is always safe.
-        """
-        return None
-
     def resolve(
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
     ) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from trueup.canonical import digest
-from trueup.declare.plain import REQUIRED, checked, is_str_list
 from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS, sha256_bytes
 from trueup.kinds.base import (
@@ -224,29 +223,6 @@ class ConfigKind(Kind):
 
     def declaration_model(self) -> type[BaseModel]:
         return config_fields()
-
-    def plain_fields(self, fields: Mapping[str, Any]) -> dict[str, Any] | None:
-        found = checked(
-            fields,
-            {
-                "format": (lambda v: v is None or v in ("toml", "json", "yaml"), None),
-                "keys": (
-                    lambda v: type(v) is dict and len(v) > 0 and plain_value(v),
-                    REQUIRED,
-                ),
-                "overlay": (is_str_list, []),
-                "secret": (lambda v: v is None or type(v) is bool or is_str_list(v), None),
-            },
-        )
-        if found is None:
-            return None
-        try:
-            check_key_paths(found["keys"])
-            check_key_paths(found["overlay"])
-        except KeyPathError:
-            return None
-        found["keys"] = dict(found["keys"])
-        return {k: v for k, v in found.items() if v is not None}
 
     def resolve(
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS

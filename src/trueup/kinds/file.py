@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trueup.canonical import sha256_hex
-from trueup.declare.plain import checked, is_optional_bool, is_optional_str
 from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS
 from trueup.kinds.base import (
@@ -101,21 +100,6 @@ def file_fields() -> type[BaseModel]:
     return FileFields
 
 
-def _is_plain_link(value: Any) -> bool:
-    """Absent, or a link file_fields() accepts; otherwise pydantic words the error."""
-    return value is None or (type(value) is str and value != "" and "\0" not in value)
-
-
-_ORIGINS = ("content", "source", "link")
-_PLAIN = {
-    "content": (is_optional_str, None),
-    "source": (is_optional_str, None),
-    "link": (_is_plain_link, None),
-    "executable": (is_optional_bool, None),
-    "secret": (is_optional_bool, None),
-}
-
-
 def link_digest(link: str) -> str:
     return sha256_hex(b"symlink:" + link.encode("utf-8"))
 
@@ -183,12 +167,6 @@ class FileKind(Kind):
 
     def declaration_model(self) -> type[BaseModel]:
         return file_fields()
-
-    def plain_fields(self, fields: Mapping[str, Any]) -> dict[str, Any] | None:
-        found = checked(fields, _PLAIN)
-        if found is None or [found[n] is not None for n in _ORIGINS].count(True) != 1:
-            return None
-        return {k: v for k, v in found.items() if v is not None}
 
     def secret_literal(self, fields: Mapping[str, Any]) -> bool:
         return bool(fields.get("secret")) and isinstance(fields.get("content"), str)

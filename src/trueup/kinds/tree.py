@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trueup.canonical import digest
-from trueup.declare.plain import REQUIRED, checked, is_str
 from trueup.errors import UsageError
 from trueup.fs import Entry, ReadOnlyFS
 from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext, Touched, obstacle
@@ -267,9 +266,6 @@ class TreeKind(Kind):
 
     def declaration_model(self) -> type[BaseModel]:
         return tree_fields()
-
-    def plain_fields(self, fields: Mapping[str, Any]) -> dict[str, Any] | None:
-        return checked(fields, {"source": (is_str, REQUIRED)})
 
     def resolve(
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
