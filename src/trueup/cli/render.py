@@ -63,8 +63,8 @@ def diff_text(diff: str) -> RenderableType:
 def print_columns(console: Console, header: Sequence[str], rows: Sequence[Sequence[Text]]) -> None:
     """Rows in aligned columns under a bold header, like a box-less rich Table.
 
-    Built as one Text: a Table measures and wraps every cell, which took a
-    tenth of a second for the hundred rows an apply of 10,000 files shows.
+    Built as one Text: a Table measures and wraps every cell, which is slow
+    for the hundred rows an apply of 10,000 files shows (bench/README.md).
     The last column is not padded, and a long line is left to the terminal.
     """
     from rich.cells import cell_len
