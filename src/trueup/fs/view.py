@@ -183,8 +183,8 @@ class ReadOnlyFS:
         return self._read(key, st.st_size, follow=stat.S_ISLNK(st.st_mode))
 
     def _read(self, key: str, size: int, follow: bool = False) -> bytes:
-        # Plain os calls: open() costs a buffered file object (~10 us a file,
-        # a tenth of a second per 10,000). Ask for the size stat gave (+1 to
+        # Plain os calls: open() costs a buffered file object per file
+        # (bench/README.md). Ask for the size stat gave (+1 to
         # notice growth), not the limit, which would allocate 16 MiB a file.
         self.check_size(key, size)
         folder, name = self.at(key)
