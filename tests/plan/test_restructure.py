@@ -63,7 +63,7 @@ def test_a_declared_folder_inherits_the_files_trueup_wrote_there() -> None:
 
 
 def test_a_file_moved_up_to_its_folders_name_frees_that_place() -> None:
-    """"t/a/b" becomes "t/a": the removal goes first and takes the emptied folder."""
+    """A file "t/a/b" becomes "t/a": the removal goes first, taking the emptied folder."""
     inner = file("inner", "t/a/b")
     plan = compute_plan(
         TARGET,
