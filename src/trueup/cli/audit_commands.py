@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from trueup.cli.main import JsonOpt, StateOpt, _engine, _run
+from trueup.cli.common import JsonOpt, StateOpt, engine_for, run_command
 from trueup.cli.output import Output, first_visible
 from trueup.errors import ApplyFailedError, ExitCode, UsageError
 
@@ -41,7 +41,7 @@ def audit_list(
     def body() -> int:
         from trueup import audit, authz
 
-        engine = _engine(state)
+        engine = engine_for(state)
         visible = first_visible(
             lambda offset, page: audit.entries(engine.store, target, event, page, offset),
             lambda r: authz.allowed(engine.store, engine.actor, "plan", r.target_key),
@@ -66,7 +66,7 @@ def audit_list(
             )
         return 0
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @app.command("verify")
@@ -87,7 +87,7 @@ def audit_verify(
     def body() -> int:
         from trueup import audit, authz
 
-        engine = _engine(state)
+        engine = engine_for(state)
         engine.access("audit.read", lambda: authz.require_admin(engine.store, engine.actor), {})
         pinned = _anchor(anchor) if anchor else None
         report = audit.verify(engine.store, pinned)
@@ -107,7 +107,7 @@ def audit_verify(
             out.print("keep the head somewhere else and pass it back with --anchor")
         return 0
 
-    _run(out, body)
+    run_command(out, body)
 
 
 def _anchor(text: str) -> tuple[int, str]:

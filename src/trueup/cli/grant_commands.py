@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from trueup.cli.main import JsonOpt, StateOpt, _engine, _run
+from trueup.cli.common import JsonOpt, StateOpt, engine_for, run_command
 from trueup.cli.output import Output
 
 grant_app: typer.Typer = typer.Typer(
@@ -39,7 +39,7 @@ def grant_add(
     def body() -> int:
         from trueup import authz
 
-        engine = _engine(state)
+        engine = engine_for(state)
         grant = engine.access(
             "grant.added",
             lambda: authz.add_grant(engine.store, engine.actor, actor, permission, target),
@@ -48,7 +48,7 @@ def grant_add(
         out.report(f"{grant.actor} may {grant.permission} {grant.target_glob}", grant.to_json())
         return 0
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @grant_app.command("list")
@@ -59,7 +59,7 @@ def grant_list(state: StateOpt = None, json_out: JsonOpt = False) -> None:
     def body() -> int:
         from trueup import authz
 
-        engine = _engine(state)
+        engine = engine_for(state)
         engine.access("grants.read", lambda: authz.require_admin(engine.store, engine.actor), {})
         grants = authz.grants(engine.store)
         if json_out:
@@ -71,7 +71,7 @@ def grant_list(state: StateOpt = None, json_out: JsonOpt = False) -> None:
             out.print(escape(f"{g.actor}  {g.permission}  {g.target_glob}  (by {g.created_by})"))
         return 0
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @grant_app.command("remove")
@@ -88,7 +88,7 @@ def grant_remove(
     def body() -> int:
         from trueup import authz
 
-        engine = _engine(state)
+        engine = engine_for(state)
         engine.access(
             "grant.removed",
             lambda: authz.remove_grant(engine.store, engine.actor, actor, permission, target),
@@ -97,7 +97,7 @@ def grant_remove(
         out.report(f"removed: {actor} {permission} {target}", None)
         return 0
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @token_app.command("create")
@@ -114,7 +114,7 @@ def token_create(
 
         from trueup import authz
 
-        engine = _engine(state)
+        engine = engine_for(state)
         token = engine.access(
             "token.created",
             lambda: authz.create_token(engine.store, engine.actor, service),
@@ -128,7 +128,7 @@ def token_create(
             sys.stderr.write("store it as TRUEUP_TOKEN for that service; it is not shown again\n")
         return 0
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @token_app.command("revoke")
@@ -143,7 +143,7 @@ def token_revoke(
     def body() -> int:
         from trueup import authz
 
-        engine = _engine(state)
+        engine = engine_for(state)
         found = engine.access(
             "token.revoked",
             lambda: authz.revoke_token(engine.store, engine.actor, service),
@@ -153,4 +153,4 @@ def token_revoke(
         out.report(message, {"revoked": found})
         return 0
 
-    _run(out, body)
+    run_command(out, body)

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from trueup.cli.main import JsonOpt, StateOpt, _engine, _run
+from trueup.cli.common import JsonOpt, StateOpt, engine_for, run_command
 from trueup.cli.output import Output, first_visible
 from trueup.errors import ExitCode, UsageError
 
@@ -43,11 +43,10 @@ def worker(
     def body() -> int:
         import threading
 
-        from trueup.execute.runner import load_handlers
-        from trueup.execute.worker import Worker, stop_on_signals
+        from trueup.execute.worker import Worker, load_handlers, stop_on_signals
 
         load_handlers(imports or ())
-        engine = _engine(state)
+        engine = engine_for(state)
         stop = threading.Event()
         runner = Worker(
             engine.store,
@@ -70,7 +69,7 @@ def worker(
         out.report(message, stats.to_json(), "failed" if code else "ok", code)
         return code
 
-    _run(out, body)
+    run_command(out, body)
 
 
 JOB_STATUSES = ("queued", "running", "failed", "succeeded", "abandoned")
@@ -99,7 +98,7 @@ def jobs_list(
                 f"--status {unknown[0]}: not a job status",
                 hint=f"use one of {', '.join(JOB_STATUSES)}",
             )
-        engine = _engine(state)
+        engine = engine_for(state)
         jobs = first_visible(
             lambda offset, page: JobStore(engine.store).jobs(status or (), page, offset),
             lambda j: authz.allowed(engine.store, engine.actor, "plan", j.run.target.key),
@@ -127,7 +126,7 @@ def jobs_list(
             out.print(f"{row['id']}  {row['status']:<9}  {done}  {row['target']['name']}{why}")
         return 0
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @jobs_app.command("resume")
@@ -144,10 +143,11 @@ def jobs_resume(
     out = Output("jobs resume", json_out)
 
     def body() -> int:
-        from trueup.execute.runner import Runner, load_handlers
+        from trueup.execute.runner import Runner
+        from trueup.execute.worker import load_handlers
         from trueup.state.jobs import JobStore
 
-        engine = _engine(state)
+        engine = engine_for(state)
         job = JobStore(engine.store).job(run_id)
         if job is None:
             raise UsageError(f"no job {run_id!r}")
@@ -194,4 +194,4 @@ def jobs_resume(
         out.report(message, result.to_json(), result.status)
         return 0
 
-    _run(out, body)
+    run_command(out, body)

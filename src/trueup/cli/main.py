@@ -5,16 +5,31 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import click
 import typer
 
 from trueup import __version__
-from trueup.cli.output import Output, confirmation_hint, rerun_with, stdout_closed
-from trueup.errors import ExitCode, TrueupError, UsageError
+from trueup.cli.common import (
+    JsonOpt,
+    MaxBytesOpt,
+    OverwriteOpt,
+    RootOpt,
+    StateOpt,
+    engine_for,
+    root_or_home,
+    run_command,
+)
+from trueup.cli.output import Output, confirmation_hint
+from trueup.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from trueup.engine import Engine
+    from trueup.execute.executor import RunResult
+    from trueup.model import Plan
+    from trueup.targets.profile import Prepared
 
 app = typer.Typer(
     name="trueup",
@@ -25,44 +40,6 @@ app = typer.Typer(
 )
 state_app = typer.Typer(help="The state store: migrations.", no_args_is_help=True)
 app.add_typer(state_app, name="state")
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print a versioned JSON envelope.")]
-StateOpt = Annotated[
-    Optional[str],  # noqa: UP045 - typer reads the annotation at runtime
-    typer.Option(
-        "--state", envvar="TRUEUP_STATE", help="State store URL (sqlite:///… or postgresql://…)."
-    ),
-]
-
-
-def _folder(value: str) -> Path:
-    """A path that must not be empty: ``--root ""`` (an unset ``$ROOT``) is a mistake.
-
-    ``Path("")`` is the current directory, so converted it could no longer be told
-    apart from ``--root .``, and apply would write wherever it was started.
-    """
-    if not value:
-        raise typer.BadParameter("must name a folder, not be empty")
-    return Path(value)
-
-
-RootOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option(
-        "--root",
-        parser=_folder,
-        metavar="PATH",
-        help="Apply targets under this folder (default: your home).",
-    ),
-]
-OverwriteOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
-    typer.Option("--overwrite", help="Take the declared version of this drifted resource."),
-]
-MaxBytesOpt = Annotated[
-    Optional[int],  # noqa: UP045
-    typer.Option("--max-file-bytes", min=1, help="Largest file trueup will read (default 16 MiB)."),
-]
 
 
 def _version(ctx: typer.Context, value: bool) -> None:
@@ -107,40 +84,6 @@ def main(
         os.environ["TRUEUP_ACTOR"] = actor
 
 
-def _engine(state: str | None, max_file_bytes: int | None = None) -> Any:
-    from trueup.engine import Engine
-    from trueup.settings import Settings
-
-    engine = Engine(Settings.from_env(state=state, max_file_bytes=max_file_bytes))
-    if os.environ.get("TRUEUP_TOKEN"):
-        # A token that is not (or no longer) known is refused at once, whatever the
-        # command would have read: not only once a target is there to be guarded.
-        _ = engine.actor
-    return engine
-
-
-def _run(out: Output, body: Callable[[], int]) -> None:
-    """Run a command body; user mistakes exit with their code and no traceback."""
-    try:
-        code = body()
-        sys.stdout.flush()  # a reader gone (| head) is noticed here, not at exit
-    except BrokenPipeError:
-        stdout_closed()
-    except TrueupError as exc:
-        code = out.error(exc)
-    except (KeyboardInterrupt, click.exceptions.Abort):  # Ctrl-C, or Ctrl-C/EOF at a prompt
-        code = out.error(UsageError("cancelled; nothing was changed"))
-    except Exception as exc:
-        if os.environ.get("TRUEUP_DEBUG"):
-            raise
-        code = out.internal(exc)
-    raise typer.Exit(code)
-
-
-def _root(root: Path | None) -> Path:
-    return root if root is not None else Path.home()
-
-
 @app.command()
 def plan(
     file: Annotated[Path, typer.Argument(help="Profile file (TOML, JSON or YAML).")],
@@ -165,8 +108,8 @@ def plan(
         from trueup.execute.gates import locked_error
         from trueup.model import outcome_of, plan_status
 
-        engine = _engine(state, max_file_bytes)
-        prepared = engine.plan(file, _root(root), overwrite or ())
+        engine = engine_for(state, max_file_bytes)
+        prepared = engine.plan(file, root_or_home(root), overwrite or ())
         the_plan = prepared.plan
         if out_file is not None:
             engine.save_plan(the_plan, out_file)
@@ -201,10 +144,10 @@ def plan(
                 out.print(escape(f"saved to {out_file}; apply it with: {again}"))
         return int(outcome.exit_code)
 
-    _run(out, body)
+    run_command(out, body)
 
 
-def _plan_json(the_plan: Any) -> dict[str, Any]:
+def _plan_json(the_plan: Plan) -> dict[str, Any]:
     from trueup.cli.render import plan_summary
     from trueup.execute.gates import confirm_command, needs_confirmation
 
@@ -246,48 +189,19 @@ def apply(
 
     def body() -> int:
         from trueup.cli.render import render_plan, render_result
-        from trueup.engine import is_saved_plan
-        from trueup.execute.gates import needs_confirmation, target_command
         from trueup.model import outcome_of
+        from trueup.pipeline import ask_consent, open_saved
 
-        engine = _engine(state, max_file_bytes)
-        if is_saved_plan(file):
-            expected = engine.load_saved_plan(file)
-            if overwrite:
-                raise UsageError(
-                    "a saved plan is applied exactly as it was planned; --overwrite does not "
-                    "change it",
-                    hint="plan again with it, review, then apply the new plan: "
-                    + target_command(
-                        "plan",
-                        expected.target.kind,
-                        expected.source,
-                        expected.target.location,
-                        *(arg for rid in overwrite for arg in ("--overwrite", rid)),
-                        "-o",
-                        str(file),
-                    ),
-                )
-            if expected.target.kind == "org":
-                raise UsageError(
-                    f"{file} is a saved org plan",
-                    hint=f"apply it with: {shlex.join(['trueup', 'org', 'apply', str(file)])}",
-                )
-            plan_root = Path(expected.target.location)
-            if root is not None and root.resolve() != plan_root:
-                raise UsageError(f"the saved plan is for root {plan_root}, not {root}")
-            prepared = engine.prepare(
-                Path(expected.source), plan_root, expected.force, permission="apply"
-            )
-            engine.check_fresh(expected, prepared)
-        else:
-            prepared = engine.prepare(file, _root(root), overwrite or (), permission="apply")
-            expected = prepared.plan
-        engine.refuse_if_locked(prepared)
+        engine = engine_for(state, max_file_bytes)
+        saved = open_saved(engine, file, "profile", root, overwrite or ())
+        where = Path(saved.target.location) if saved is not None else root_or_home(root)
+        pipeline = engine.pipeline(where)
+        prepared, expected = pipeline.prepare_apply(file, overwrite or (), saved)
+        engine.refuse_if_locked(prepared.target, prepared.plan.digest)
         if not json_out:
             render_plan(out.console, expected, lambda a: engine.preview(prepared, a))
         if not expected.changes:
-            engine.apply(prepared, expected)
+            pipeline.apply(prepared, expected)
             outcome = outcome_of(expected.actions)
             if json_out:
                 out.envelope(
@@ -299,27 +213,20 @@ def apply(
             else:
                 out.print(f"nothing to change: {outcome.value}")
             return int(outcome.exit_code)
-        typed = confirm
-        paused = False  # whether a person was asked, so time passed since the plan
-        risky = needs_confirmation(expected.actions)
-        if risky and typed is None and not no_input and sys.stdin.isatty():
-            paused = True
-            typed = out.ask(
-                f"This plan destroys or migrates data. Type the target's name "
-                f"({expected.target.name}) to confirm"
+        consent = ask_consent(
+            expected,
+            out,
+            typed=confirm,
+            yes=yes,
+            no_input=no_input,
+            interactive=sys.stdin.isatty(),
+        )
+        typed, paused = consent.typed, consent.paused
+        if consent.declined:
+            out.report(
+                "nothing was changed", {"plan": _plan_json(expected), "run": None}, "declined"
             )
-        if not (yes or no_input or typed is not None):  # queued or not, a person agrees first
-            if not sys.stdin.isatty():
-                raise UsageError(
-                    "refusing to apply without confirmation: no terminal to ask on",
-                    hint="review the plan above, then run: " + rerun_with("--yes"),
-                )
-            paused = True
-            if not out.confirm(f"Apply {len(expected.changes)} change(s)?"):
-                out.report(
-                    "nothing was changed", {"plan": _plan_json(expected), "run": None}, "declined"
-                )
-                return int(ExitCode.OK)
+            return int(ExitCode.OK)
         with confirmation_hint(expected.target.name, no_input and typed is None):
             if queue:
                 from trueup.execute.queued_apply import enqueue_apply
@@ -329,6 +236,7 @@ def apply(
                 out.report(message, {"plan": _plan_json(expected), "run": run_id}, "queued")
                 return int(ExitCode.OK)
             result = _apply_with_progress(out, engine, prepared, expected, typed, paused)
+        assert result is not None  # the plan changes something: a run did it
 
         def show() -> None:
             if json_out:
@@ -339,12 +247,12 @@ def apply(
 
         return out.finished(result.outcome.value, int(result.outcome.exit_code), show)
 
-    _run(out, body)
+    run_command(out, body)
 
 
 def _apply_with_progress(
-    out: Output, engine: Any, prepared: Any, expected: Any, typed: str | None, paused: bool
-) -> Any:
+    out: Output, engine: Engine, prepared: Prepared, expected: Plan, typed: str | None, paused: bool
+) -> RunResult | None:
     total = len(expected.changes)
     if out.json_mode or total <= 40 or not out.console.is_terminal:
         return engine.apply(prepared, expected, confirmation=typed, paused=paused)
@@ -377,9 +285,9 @@ def status(
     def body() -> int:
         from trueup.cli.status import show_status
 
-        return show_status(out, _engine(state), file, _root(root) if file else None)
+        return show_status(out, engine_for(state), file, root_or_home(root) if file else None)
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @app.command()
@@ -396,7 +304,7 @@ def recover(
     def body() -> int:
         from trueup.cli.render import render_result
 
-        result = _engine(state).recover(run_id)
+        result = engine_for(state).recover(run_id)
 
         def show() -> None:
             if json_out:
@@ -408,7 +316,7 @@ def recover(
 
         return out.finished(result.outcome.value, int(result.outcome.exit_code), show)
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @app.command()
@@ -425,7 +333,7 @@ def abandon(
     def body() -> int:
         from trueup.cli.status import replan
 
-        run = _engine(state).abandon(run_id)
+        run = engine_for(state).abandon(run_id)
         shown = run.to_json()
         following = replan(shown)
         if json_out:
@@ -437,7 +345,7 @@ def abandon(
             )
         return 0
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @app.command()
@@ -460,7 +368,7 @@ def schema(
             print(json.dumps(document, indent=2, sort_keys=True))
         return 0
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @state_app.command("migrate")
@@ -501,7 +409,7 @@ def state_migrate(
         out.report(message, {"revision": revision})
         return 0
 
-    _run(out, body)
+    run_command(out, body)
 
 
 def run() -> None:

@@ -10,13 +10,17 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from trueup.cli.main import JsonOpt, OverwriteOpt, StateOpt, _engine, _run
-from trueup.cli.output import Output, confirmation_hint, rerun_with
-from trueup.errors import ExitCode, UsageError
+from trueup.cli.common import JsonOpt, OverwriteOpt, StateOpt, engine_for, run_command
+from trueup.cli.output import Output, confirmation_hint
+from trueup.errors import ExitCode
+
+if TYPE_CHECKING:
+    from trueup.model import Plan
+    from trueup.org.engine import OrgEngine, OrgPrepared
 
 org_app: typer.Typer = typer.Typer(
     help="Orgs across ZITADEL, Cloudflare and Coolify: plan, apply, status.",
@@ -34,14 +38,14 @@ InsecureHttpOpt = Annotated[
 ]
 
 
-def _org_engine(state: str | None, insecure_http: bool = False) -> Any:
-    from trueup.org.engine import OrgEngine
+def _org_engine(state: str | None, insecure_http: bool = False) -> OrgEngine:
+    from trueup.org import engine  # providers load only when an org command runs
 
-    base = _engine(state)
-    return OrgEngine(base.settings, base, insecure_http=insecure_http)
+    base = engine_for(state)
+    return engine.OrgEngine(base.settings, base, insecure_http=insecure_http)
 
 
-def _plan_json(prepared: Any, plan: Any) -> dict[str, Any]:
+def _plan_json(prepared: OrgPrepared, plan: Plan) -> dict[str, Any]:
     from trueup.cli.org_render import org_summary
 
     return {
@@ -71,13 +75,14 @@ def org_plan(
     def body() -> int:
         from trueup.cli.org_render import render_org_plan
         from trueup.model import outcome_of, plan_status
+        from trueup.saved_plans import save_plan
 
         engine = _org_engine(state, insecure_http)
         try:
             prepared = engine.plan(file, overwrite or ())
             plan = prepared.plan
             if out_file is not None:
-                engine.base.save_plan(plan, out_file)
+                save_plan(plan, out_file)
             outcome = outcome_of(plan.actions)
             if json_out:
                 status = plan_status(plan.actions)
@@ -93,7 +98,7 @@ def org_plan(
         finally:
             engine.close()
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @org_app.command("apply")
@@ -121,43 +126,30 @@ def org_apply(
 
     def body() -> int:
         from trueup.cli.org_render import render_org_plan, render_org_result
-        from trueup.engine import is_saved_plan
-        from trueup.execute.gates import needs_confirmation
+        from trueup.pipeline import ask_consent, open_saved
 
         engine = _org_engine(state, insecure_http)
         try:
-            if is_saved_plan(file):
-                expected = engine.base.load_saved_plan(file)
-                if expected.target.kind != "org":
-                    raise UsageError(
-                        f"{file} is a saved {expected.target.kind} plan, not an org plan"
-                    )
-                prepared = engine.prepare(Path(expected.source), expected.force, permission="apply")
-                engine.check_fresh(expected, prepared)
-            else:
-                prepared = engine.prepare(file, overwrite or (), permission="apply")
-                expected = prepared.plan
+            saved = open_saved(engine.base, file, "org")
+            prepared, expected = engine.pipeline.prepare_apply(file, overwrite or (), saved)
             if not json_out:
                 render_org_plan(out.console, prepared, expected, False)
-            typed = confirm
-            interactive = not no_input and sys.stdin.isatty()
-            if needs_confirmation(expected.actions) and typed is None and interactive:
-                typed = out.ask(
-                    f"This plan destroys or migrates data. Type the org's name "
-                    f"({expected.target.name}) to confirm"
-                )
-            if expected.changes and not (yes or no_input or typed is not None):
-                if not interactive:
-                    raise UsageError(
-                        "refusing to apply without confirmation: no terminal to ask on",
-                        hint="review the plan above, then run: " + rerun_with("--yes"),
-                    )
-                if not out.confirm(f"Apply {len(expected.changes)} change(s)?"):
-                    data = {**_plan_json(prepared, expected), "apply": None}
-                    out.report("nothing was changed", data, "declined")
-                    return int(ExitCode.OK)
+            consent = ask_consent(
+                expected,
+                out,
+                typed=confirm,
+                yes=yes,
+                no_input=no_input,
+                interactive=not no_input and sys.stdin.isatty(),
+                noun="org",
+            )
+            typed = consent.typed
+            if consent.declined:
+                data = {**_plan_json(prepared, expected), "apply": None}
+                out.report("nothing was changed", data, "declined")
+                return int(ExitCode.OK)
             with confirmation_hint(expected.target.name, no_input and typed is None):
-                result = engine.apply(prepared, expected, typed)
+                result = engine.apply(prepared, expected, typed, consent.paused)
 
             def show() -> None:
                 if json_out:
@@ -172,7 +164,7 @@ def org_apply(
         finally:
             engine.close()
 
-    _run(out, body)
+    run_command(out, body)
 
 
 @org_app.command("status")
@@ -199,4 +191,4 @@ def org_status(
         finally:
             engine.close()
 
-    _run(out, body)
+    run_command(out, body)

@@ -80,8 +80,9 @@ def enqueue_apply(engine: Engine, prepared: Prepared, confirmation: str | None =
 @step_handler(HANDLER)
 def apply_profile(ctx: StepContext) -> Mapping[str, Any]:
     """Execute the queued profile on its root under the job's run (no new lock)."""
-    from trueup.engine import Engine, unplanned
+    from trueup.engine import Engine
     from trueup.settings import Settings
+    from trueup.targets.profile_recovery import unplanned
 
     params = ctx.step.params
     engine = Engine(Settings.from_env(state=ctx.store.db.url), ctx.store)

@@ -24,19 +24,19 @@ as a kind's ``apply`` is.
 
 Handlers are plain functions registered by name, so the org side registers
 provider calls, the machine side registers ``profile.apply``, and tests
-register cheap steps; a worker loads extra handler modules with ``--import``.
+register cheap steps; a worker loads the built-in ones and extra handler modules
+(``--import``) with ``worker.load_handlers``, so this module names no handler module.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
 import secrets
 import socket
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,21 +126,6 @@ def handler_for(name: str) -> Handler:
             hint="start the worker with --import MODULE for the module that registers it",
         )
     return found
-
-
-def load_handlers(modules: Iterable[str] = ()) -> None:
-    """Import the built-in handlers and any named modules that register more."""
-    importlib.import_module("trueup.execute.queued_apply")
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not module.startswith(exc.name):
-                raise  # the module is there; something it imports is not
-            raise UsageError(
-                f"--import {module}: no such module",
-                hint="name a module importable by this Python (check the spelling and sys.path)",
-            ) from None
 
 
 # -- errors ---------------------------------------------------------------

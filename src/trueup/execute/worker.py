@@ -10,21 +10,42 @@ from its checkpoint once the lease runs out.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
 from trueup import audit, authz
+from trueup.errors import UsageError
 from trueup.execute.runner import DEFAULT_LEASE, LeaseLost, Runner, StepFailed
 from trueup.state.jobs import Job
 from trueup.state.store import RunInfo, Store
 
 log = logging.getLogger(__name__)
+
+
+def load_handlers(modules: Iterable[str] = ()) -> None:
+    """Import the built-in handlers and any named modules that register more.
+
+    Here, not in runner.py: the built-in handler module imports the runner.
+    """
+    from trueup.execute import queued_apply  # noqa: F401 - registers ``profile.apply``
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module.startswith(exc.name):
+                raise  # the module is there; something it imports is not
+            raise UsageError(
+                f"--import {module}: no such module",
+                hint="name a module importable by this Python (check the spelling and sys.path)",
+            ) from None
 
 
 @dataclass

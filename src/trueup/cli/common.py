@@ -1,0 +1,99 @@
+"""What every ``trueup`` command shares: its options, the session it acts in, its error boundary.
+
+Kept apart from ``cli/main.py`` so subcommand modules (audit, grants, jobs,
+org) import it without importing the app that registers them: no circle.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
+
+import click
+import typer
+
+from trueup.cli.output import Output, stdout_closed
+from trueup.errors import TrueupError, UsageError
+
+if TYPE_CHECKING:
+    from trueup.engine import Engine
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print a versioned JSON envelope.")]
+StateOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer reads the annotation at runtime
+    typer.Option(
+        "--state", envvar="TRUEUP_STATE", help="State store URL (sqlite:///… or postgresql://…)."
+    ),
+]
+
+
+def _folder(value: str) -> Path:
+    """A path that must not be empty: ``--root ""`` (an unset ``$ROOT``) is a mistake.
+
+    ``Path("")`` is the current directory, so converted it could no longer be told
+    apart from ``--root .``, and apply would write wherever it was started.
+    """
+    if not value:
+        raise typer.BadParameter("must name a folder, not be empty")
+    return Path(value)
+
+
+RootOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--root",
+        parser=_folder,
+        metavar="PATH",
+        help="Apply targets under this folder (default: your home).",
+    ),
+]
+OverwriteOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option("--overwrite", help="Take the declared version of this drifted resource."),
+]
+MaxBytesOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--max-file-bytes", min=1, help="Largest file trueup will read (default 16 MiB)."),
+]
+
+
+def engine_for(state: str | None, max_file_bytes: int | None = None) -> Engine:
+    """The profile engine (and its session) a command acts through.
+
+    Imported lazily: ``trueup --help`` need not load the engine.
+    """
+    from trueup.engine import Engine
+    from trueup.settings import Settings
+
+    engine = Engine(Settings.from_env(state=state, max_file_bytes=max_file_bytes))
+    if os.environ.get("TRUEUP_TOKEN"):
+        # A token that is not (or no longer) known is refused at once, whatever the
+        # command would have read: not only once a target is there to be guarded.
+        _ = engine.actor
+    return engine
+
+
+def run_command(out: Output, body: Callable[[], int]) -> NoReturn:
+    """Run a command body; user mistakes exit with their code and no traceback."""
+    try:
+        code = body()
+        sys.stdout.flush()  # a reader gone (| head) is noticed here, not at exit
+    except BrokenPipeError:
+        stdout_closed()
+    except TrueupError as exc:
+        code = out.error(exc)
+    except (KeyboardInterrupt, click.exceptions.Abort):  # Ctrl-C, or Ctrl-C/EOF at a prompt
+        code = out.error(UsageError("cancelled; nothing was changed"))
+    except Exception as exc:
+        if os.environ.get("TRUEUP_DEBUG"):
+            raise
+        code = out.internal(exc)
+    raise typer.Exit(code)
+
+
+def root_or_home(root: Path | None) -> Path:
+    """``--root``, else the user's home: where a profile's targets live by default."""
+    return root if root is not None else Path.home()
