@@ -20,9 +20,11 @@ from trueup.redact import redact
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
     from trueup.cli.output import Output
-    from trueup.org.engine import OrgApplied, OrgPrepared
+    from trueup.model import Action
+    from trueup.org.engine import OrgApplied, OrgEngine, OrgPrepared
 
 _STEP = {
     "create": "green",
@@ -42,7 +44,7 @@ def _text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _step(action: Any) -> tuple[str, str]:
+def _step(action: Action) -> tuple[str, str]:
     if action.type is ActionType.DRIFT_CONFLICT:
         return "drift", "bold magenta"
     if action.type is ActionType.HUMAN_ACTION:
@@ -144,7 +146,7 @@ def render_org_result(console: Console, result: OrgApplied) -> None:
         console.print("next: fix the cause, then apply again: completed steps are not repeated")
 
 
-def _line(label: str, style: str, text: str) -> Any:
+def _line(label: str, style: str, text: str) -> Text:
     """A labelled line; ids like ``dns:…`` are never read as markup or emoji codes."""
     from rich.text import Text
 
@@ -153,7 +155,7 @@ def _line(label: str, style: str, text: str) -> Any:
     return line
 
 
-def show_live_status(out: Output, engine: Any, file: Path) -> int:
+def show_live_status(out: Output, engine: OrgEngine, file: Path) -> int:
     from rich.markup import escape
 
     from trueup.org.state import load_state
@@ -184,7 +186,7 @@ def show_live_status(out: Output, engine: Any, file: Path) -> int:
     return int(outcome.exit_code)
 
 
-def show_recorded_status(out: Output, engine: Any) -> int:
+def show_recorded_status(out: Output, engine: OrgEngine) -> int:
     from rich.markup import escape
     from rich.table import Table
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trueup.cli.output import visible
 from trueup.model import Action, ActionType, Outcome, Plan
@@ -106,7 +106,7 @@ def plan_summary(plan: Plan) -> str:
 
 
 def render_plan(
-    console: Console, plan: Plan, preview: Callable[[Any], str] | None, show_noop: bool = False
+    console: Console, plan: Plan, preview: Callable[[Action], str] | None, show_noop: bool = False
 ) -> None:
     from rich.markup import escape
 
@@ -165,7 +165,7 @@ def overwrite_command(plan: Plan, ids: Sequence[str]) -> str:
     return target_command("apply", plan.target.kind, plan.source, plan.target.location, *overwrite)
 
 
-def _render_diffs(console: Console, plan: Plan, preview: Callable[[Any], str]) -> None:
+def _render_diffs(console: Console, plan: Plan, preview: Callable[[Action], str]) -> None:
     """Each change's diff, until their lines exceed ``MAX_DIFF_LINES``."""
     from rich.markup import escape
 

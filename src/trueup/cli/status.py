@@ -12,6 +12,7 @@ from trueup.execute.gates import locked_error, replan_command, target_command
 from trueup.model import ActionType, Outcome, outcome_of, plan_status
 
 if TYPE_CHECKING:
+    from trueup.engine import Engine
     from trueup.state.store import RunInfo
 
 _WORD = {
@@ -21,13 +22,13 @@ _WORD = {
 }
 
 
-def show_status(out: Output, engine: Any, file: Path | None, root: Path | None) -> int:
+def show_status(out: Output, engine: Engine, file: Path | None, root: Path | None) -> int:
     if file is not None and root is not None:
         return _live(out, engine, file, root)
     return _recorded(out, engine)
 
 
-def _live(out: Output, engine: Any, file: Path, root: Path) -> int:
+def _live(out: Output, engine: Engine, file: Path, root: Path) -> int:
     prepared = engine.prepare(file, root)
     holder = engine.store.holder(prepared.target.key)
     if holder is not None:  # what is live is another run's half-way state
@@ -92,18 +93,19 @@ def replan(run: dict[str, Any]) -> str:
     return replan_command(target["kind"], run.get("declaration") or "FILE", target["location"])
 
 
-def _recorded(out: Output, engine: Any) -> int:
+def _recorded(out: Output, engine: Engine) -> int:
     store = engine.store
     readable = engine.may_see
-    targets = []
+    # The JSON envelope's rows, rendered below as they are printed with --json.
+    targets: list[dict[str, Any]] = []
     for key in filter(readable, store.targets()):
-        last = store.last_run(key)
+        latest = store.last_run(key)
         targets.append(
             {
                 "target": key,
                 "resources": len(store.applied(key)),
                 "drift": store.drift(key),
-                "last_run": last.to_json() if last else None,
+                "last_run": latest.to_json() if latest else None,
             }
         )
     runs = [r for r in store.blocked_runs() if readable(r.target.key)]

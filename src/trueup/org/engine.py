@@ -21,7 +21,14 @@ from trueup.providers.http import RetryPolicy
 from trueup.session import Session
 from trueup.settings import Settings
 from trueup.state.store import RunInfo, Store
-from trueup.targets.org import OrgApplied, OrgPrepared, OrgTarget, org_target
+from trueup.targets.org import OrgTarget
+from trueup.targets.org_records import (
+    OrgApplied,
+    OrgPrepared,
+    blocked_org_runs,
+    org_states,
+    org_target,
+)
 
 __all__ = ["OrgApplied", "OrgEngine", "OrgPrepared", "org_target"]
 
@@ -88,7 +95,7 @@ class OrgEngine:
         return self.target.recover(run)
 
     def status(self) -> list[tuple[str, OrgState]]:
-        return self.target.status()
+        return org_states(self.base)
 
     def blocked_runs(self) -> list[RunInfo]:
-        return self.target.blocked_runs()
+        return blocked_org_runs(self.base)
