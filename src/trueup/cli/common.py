@@ -16,7 +16,7 @@ import click
 import typer
 
 from trueup.cli.output import Output, stdout_closed
-from trueup.errors import TrueupError, UsageError
+from trueup.errors import ExitCode, TrueupError, UsageError
 
 if TYPE_CHECKING:
     from trueup.engine import Engine
@@ -97,3 +97,50 @@ def run_command(out: Output, body: Callable[[], int]) -> NoReturn:
 def root_or_home(root: Path | None) -> Path:
     """``--root``, else the user's home: where a profile's targets live by default."""
     return root if root is not None else Path.home()
+
+
+def run_app(app: typer.Typer) -> None:
+    """Run ``app``. With --json, a mistyped option answers with an envelope too."""
+    if "--json" not in sys.argv[1:]:
+        app()
+        return
+    try:
+        if "--help" in sys.argv[1:]:
+            _help_envelope(app, sys.argv[1:])
+            return
+        code = app(standalone_mode=False)
+    except click.ClickException as exc:
+        # The command the mistake was made in, as click parsed it ("org plan").
+        ctx = getattr(exc, "ctx", None)
+        path = ctx.command_path.split()[1:] if ctx is not None else []
+        Output(" ".join(path) or "trueup", json_mode=True).envelope(
+            "error",
+            exc.exit_code,
+            exc.format_message(),
+            {"hint": " ".join(["trueup", *path, "--help"])},
+        )
+        raise SystemExit(exc.exit_code) from None
+    except click.exceptions.Abort:
+        raise SystemExit(int(ExitCode.USAGE)) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _help_envelope(app: typer.Typer, args: list[str]) -> None:
+    """``--help --json``: the help a person would read, as a versioned envelope."""
+    import contextlib
+    import io
+
+    command: click.Command = typer.main.get_command(app)
+    path: list[str] = []
+    for arg in args:  # the command asked about: the subcommand names before anything else
+        if not isinstance(command, click.Group) or arg not in command.commands:
+            break
+        command = command.commands[arg]
+        path.append(arg)
+    rest = [arg for arg in args if arg != "--json"][len(path) :]
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text), contextlib.suppress(click.exceptions.Exit):
+        command.main(rest, " ".join(["trueup", *path]), standalone_mode=False)
+    Output(" ".join(path) or "trueup", json_mode=True).envelope(
+        "help", 0, command.get_short_help_str(limit=200), {"help": text.getvalue()}
+    )

@@ -20,10 +20,12 @@ from trueup.cli.common import (
     StateOpt,
     engine_for,
     root_or_home,
+    run_app,
     run_command,
 )
 from trueup.cli.output import Output, confirmation_hint
-from trueup.errors import ExitCode, UsageError
+from trueup.cli.state_commands import state_app
+from trueup.errors import ExitCode
 
 if TYPE_CHECKING:
     from trueup.engine import Engine
@@ -38,7 +40,6 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
 )
-state_app = typer.Typer(help="The state store: migrations.", no_args_is_help=True)
 app.add_typer(state_app, name="state")
 
 
@@ -371,92 +372,9 @@ def schema(
     run_command(out, body)
 
 
-@state_app.command("migrate")
-def state_migrate(
-    state: StateOpt = None,
-    sql: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--sql",
-            metavar="DIALECT",
-            help="Print the DDL (sqlite or postgresql) for a DBA instead of running it.",
-        ),
-    ] = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Upgrade the state store's schema to what this trueup needs."""
-    out = Output("state migrate", json_out)
-
-    def body() -> int:
-        from trueup.redact import redact_url
-        from trueup.settings import Settings
-        from trueup.state.schema import migrate, migration_sql
-
-        if sql is not None:
-            if sql not in ("sqlite", "postgresql"):
-                raise UsageError(f"--sql takes sqlite or postgresql, not {sql!r}")
-            ddl = migration_sql(sql)
-            if out.json_mode:
-                out.envelope("ok", 0, f"the {sql} DDL of the state store", {"sql": ddl})
-            else:
-                sys.stdout.write(ddl)
-            return 0
-        settings = Settings.from_env(state=state)
-        settings.open_data()  # a fresh TRUEUP_DATA is made here as by every other command
-        url = settings.state_url
-        revision = migrate(url)
-        message = f"{redact_url(url)} is at schema {revision}"
-        out.report(message, {"revision": revision})
-        return 0
-
-    run_command(out, body)
-
-
 def run() -> None:
     """The ``trueup`` command. With --json, a mistyped option answers with an envelope too."""
-    if "--json" not in sys.argv[1:]:
-        app()
-        return
-    try:
-        if "--help" in sys.argv[1:]:
-            _help_envelope(sys.argv[1:])
-            return
-        code = app(standalone_mode=False)
-    except click.ClickException as exc:
-        # The command the mistake was made in, as click parsed it ("org plan").
-        ctx = getattr(exc, "ctx", None)
-        path = ctx.command_path.split()[1:] if ctx is not None else []
-        Output(" ".join(path) or "trueup", json_mode=True).envelope(
-            "error",
-            exc.exit_code,
-            exc.format_message(),
-            {"hint": " ".join(["trueup", *path, "--help"])},
-        )
-        raise SystemExit(exc.exit_code) from None
-    except click.exceptions.Abort:
-        raise SystemExit(int(ExitCode.USAGE)) from None
-    raise SystemExit(code if isinstance(code, int) else 0)
-
-
-def _help_envelope(args: list[str]) -> None:
-    """``--help --json``: the help a person would read, as a versioned envelope."""
-    import contextlib
-    import io
-
-    command: click.Command = typer.main.get_command(app)
-    path: list[str] = []
-    for arg in args:  # the command asked about: the subcommand names before anything else
-        if not isinstance(command, click.Group) or arg not in command.commands:
-            break
-        command = command.commands[arg]
-        path.append(arg)
-    rest = [arg for arg in args if arg != "--json"][len(path) :]
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text), contextlib.suppress(click.exceptions.Exit):
-        command.main(rest, " ".join(["trueup", *path]), standalone_mode=False)
-    Output(" ".join(path) or "trueup", json_mode=True).envelope(
-        "help", 0, command.get_short_help_str(limit=200), {"help": text.getvalue()}
-    )
+    run_app(app)
 
 
 # Shared state for teams: the audit log, grants and tokens, the job queue.
