@@ -21,21 +21,22 @@ from typing import TYPE_CHECKING, Any
 
 from trueup import audit
 from trueup.errors import ApplyFailedError, ConflictError
-from trueup.execute.executor import Executor, restore_interrupted
+from trueup.execute.executor import restore_interrupted
 from trueup.execute.runner import Runner, Step, StepAborted, StepContext, step_handler
 from trueup.fs import WritableFS
-from trueup.model import ActionType, Outcome
+from trueup.model import Outcome
 
 if TYPE_CHECKING:
-    from trueup.engine import Engine, Prepared
+    from trueup.session import Session
+    from trueup.targets.profile import Prepared
 
 HANDLER = "profile.apply"
 
 
-def enqueue_apply(engine: Engine, prepared: Prepared, confirmation: str | None = None) -> str:
+def enqueue_apply(session: Session, prepared: Prepared, confirmation: str | None = None) -> str:
     """Gate and queue ``prepared``'s plan; returns the job's run id."""
     plan = prepared.plan
-    gates = engine.gates(prepared.target, "plan.applied", plan.digest)
+    gates = session.gates(prepared.target, "plan.applied", plan.digest)
     gates.authorize("apply")
     gates.confirm(plan.actions, confirmation)
     step = Step(
@@ -51,12 +52,12 @@ def enqueue_apply(engine: Engine, prepared: Prepared, confirmation: str | None =
         },
         f"apply {prepared.profile.id} on {prepared.root}",
     )
-    runner = Runner(engine.store)
+    runner = Runner(session.store)
     try:
         run_id = runner.enqueue(
             prepared.target,
             [step],
-            engine.actor.key,
+            session.actor.key,
             plan.digest,
             plan.source,
             affinity=socket.gethostname(),  # the root is a folder on this host
@@ -66,10 +67,10 @@ def enqueue_apply(engine: Engine, prepared: Prepared, confirmation: str | None =
     finally:
         runner.close()
     audit.record(
-        engine.store,
+        session.store,
         "plan.queued",
         "success",
-        engine.actor,
+        session.actor,
         prepared.target,
         plan_digest=plan.digest,
         run_id=run_id,
@@ -80,21 +81,21 @@ def enqueue_apply(engine: Engine, prepared: Prepared, confirmation: str | None =
 @step_handler(HANDLER)
 def apply_profile(ctx: StepContext) -> Mapping[str, Any]:
     """Execute the queued profile on its root under the job's run (no new lock)."""
-    from trueup.engine import Engine
+    from trueup.session import Session
     from trueup.settings import Settings
+    from trueup.targets.profile import ProfileTarget, rollback_for
     from trueup.targets.profile_recovery import unplanned
 
     params = ctx.step.params
-    engine = Engine(Settings.from_env(state=ctx.store.db.url), ctx.store)
+    session = Session(Settings.from_env(state=ctx.store.db.url), ctx.store)
+    target = ProfileTarget(session, Path(params["root"]))
     run = ctx.run
     store = ctx.store
-    rollback = engine.rollback_for(run)
+    rollback = rollback_for(session, run)
     journaled = store.run_actions(run.id)
-    fs = WritableFS(max_file_bytes=engine.settings.max_file_bytes, tag=run.id)
+    fs = WritableFS(max_file_bytes=session.settings.max_file_bytes, tag=run.id)
     restore_interrupted(store, run, rollback, fs, journaled)
-    prepared = engine.prepare(
-        Path(params["profile"]), Path(params["root"]), params.get("force", ()), permission=None
-    )
+    prepared = target.load(Path(params["profile"]), params.get("force", ()), permission=None)
     if not journaled and prepared.plan.digest != params["plan"]:
         raise ConflictError(
             "the plan is stale: the profile or the target changed since the apply was queued",
@@ -109,21 +110,9 @@ def apply_profile(ctx: StepContext) -> Mapping[str, Any]:
             f"the rest of the job is not what it planned any more ({surprises[0]})",
             hint="compute the plan again and queue it again",
         )
-    if not any(a.type is not ActionType.NO_OP for a in prepared.plan.actions):
+    if not target.has_work(prepared.plan):
         return {"outcome": "converged", "applied": 0}
-    executor = Executor(
-        store,
-        run,
-        prepared.resources,
-        prepared.applied,
-        WritableFS(prepared.fs.cache, engine.settings.max_file_bytes, tag=run.id),
-        rollback,
-        prepared.root,
-        batch_size=engine.settings.batch_size,
-        finish_run=False,
-    )
-    result = executor.execute(prepared.plan, store.next_seq(run.id))
-    store.save_stat_cache(prepared.fs.cache)
+    result = target.run_steps(run, prepared, store.next_seq(run.id), finish_run=False)
     if result.outcome is Outcome.INTERRUPTED:
         ctx.abort.set()  # the signal that interrupted us was meant for the worker too
         raise StepAborted(result.message)

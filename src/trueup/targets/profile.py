@@ -172,17 +172,23 @@ class ProfileTarget:
     def execute(
         self, run: RunInfo, prepared: Prepared, first_seq: int, progress: Progress | None
     ) -> RunResult | None:
-        result = self._run(run, prepared, first_seq, progress)
+        result = self.run_steps(run, prepared, first_seq, progress)
         audit_applied(self.session, prepared.target, prepared.plan.digest, result)
         return result
 
-    def _run(
+    def run_steps(
         self,
         run: RunInfo,
         prepared: Prepared,
         first_seq: int,
-        progress: Progress | None,
+        progress: Progress | None = None,
+        finish_run: bool = True,
     ) -> RunResult:
+        """Execute the plan's steps under ``run`` from ``first_seq``.
+
+        An apply, a recovery and a queued job's step all run a profile this
+        way; a job's step leaves finishing the run to its worker (``finish_run``).
+        """
         cache = prepared.fs.cache
         fs = WritableFS(cache, self.session.settings.max_file_bytes, tag=run.id)
         executor = Executor(
@@ -195,6 +201,7 @@ class ProfileTarget:
             prepared.root,
             progress,
             self.session.settings.batch_size,
+            finish_run=finish_run,
         )
         result = executor.execute(prepared.plan, first_seq)
         self.session.store.save_stat_cache(cache)

@@ -94,7 +94,7 @@ def _recover(session: Session, run: RunInfo, progress: Progress | None) -> RunRe
             f"as it is not what the run planned any more ({surprises[0]}): review it with "
             "trueup plan, then apply",
         )
-    return target._run(run, prepared, session.store.next_seq(run.id), progress)
+    return target.run_steps(run, prepared, session.store.next_seq(run.id), progress)
 
 
 def _not_redone(
