@@ -8,6 +8,8 @@ they need nothing more than any write.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from machine import Machine
 
@@ -30,6 +32,22 @@ def test_a_file_trueup_never_wrote_is_replaced_only_as_a_destroying_step(
     action = machine.action(FILE, "f", force)  # the default policy: replace
     assert action.type is T.WRITE_FILE and action.destroys
     assert "trueup never wrote" in action.summary
+
+
+@pytest.mark.parametrize("executable", [True, False])
+def test_a_persons_file_holding_the_declared_bytes_only_has_its_mode_set(
+    machine: Machine, executable: bool
+) -> None:
+    tool = machine.put("notes.md", "declared\n")
+    os.chmod(tool, 0o644 if executable else 0o755)
+    body = FILE + f"executable = {str(executable).lower()}\n"
+    action = machine.action(body, "f")
+    # Nothing of theirs is lost, so nothing waits for the name typed.
+    assert action.type is T.WRITE_FILE and not action.destroys
+    assert "executable bit" in action.summary and "lost" not in action.summary
+    machine.converge(body)
+    assert tool.read_text() == "declared\n"
+    assert bool(tool.stat().st_mode & 0o100) is executable
 
 
 def test_under_replace_if_unmodified_it_is_drift_and_overwrite_is_the_decision(

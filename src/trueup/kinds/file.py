@@ -262,6 +262,12 @@ class FileKind(Kind):
         if observed.state == "absent":
             return Decision(ActionType.WRITE_FILE, f"create {_shape(resource)}", exclusive=True)
         if applied is None and resource.policy == "replace":
+            if _only_mode_differs(resource, observed):
+                # Their bytes are the declared ones: taking the file over loses nothing.
+                change = _mode_change(resource.spec)
+                return Decision(
+                    ActionType.WRITE_FILE, f"{change} of the existing file, already as declared"
+                )
             return _replacing_theirs(resource)
         if resource.policy == "replace" or force:
             return Decision(ActionType.WRITE_FILE, f"update {_shape(resource)}")
@@ -297,8 +303,7 @@ class FileKind(Kind):
             return _conflict(obstacle(observed), resource, observed, applied, BY_HAND)
         if markers == "ok":
             if observed.digest == desired and not _mode_as_declared(resource.spec, observed):
-                change = "set" if resource.spec["executable"] else "clear"
-                return Decision(ActionType.WRITE_FILE, f"{change} the executable bit")
+                return Decision(ActionType.WRITE_FILE, _mode_change(resource.spec))
             if observed.digest == desired:
                 return Decision(ActionType.NO_OP, "source section up to date")
             if force or (applied is not None and observed.digest == applied.digest):
@@ -472,6 +477,20 @@ def _mode_now(ctx: ObserveContext, path: Path | str) -> int | None:
     """The permission bits of the regular file at ``path``; ``None`` if there is none."""
     st = ctx.fs.lstat(path)
     return stat.S_IMODE(st.st_mode) & 0o777 if st is not None and stat.S_ISREG(st.st_mode) else None
+
+
+def _only_mode_differs(resource: Resource, observed: Observed) -> bool:
+    """The live file holds exactly the declared bytes (so, as it is not up to date,
+    only its executable bit differs)."""
+    return (
+        resource.spec.get("link") is None
+        and observed.state == "file"
+        and observed.digest == resource.spec["digest"]
+    )
+
+
+def _mode_change(spec: Mapping[str, Any]) -> str:
+    return f"{'set' if spec['executable'] else 'clear'} the executable bit"
 
 
 def _replacing_theirs(resource: Resource) -> Decision:
