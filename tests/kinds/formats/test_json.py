@@ -396,10 +396,12 @@ def test_numbers_and_literals() -> None:
 @pytest.mark.parametrize(
     ("text", "where"),
     [
-        ('{\n  "a": 1,\n}\n', "settings.json:3:1: invalid JSON"),
         ('{\n  "a": 1\n  "b": 2\n}', "settings.json:3:3: invalid JSON"),
         ('{\n  "a": NaN\n}', "settings.json:2:8: "),
-        ('{\n  // comment\n  "a": 1\n}', "settings.json:2:3: invalid JSON"),
+        (
+            '{\n  // comment\n  "a": 1\n  "b": 2\n}',
+            "settings.json:4:3: invalid JSON (with comments)",
+        ),
         ("[1, 2]", "settings.json:1:1: the top level of a JSON config file must be an object"),
         ('"text"', "settings.json:1:1: the top level"),
         ('{"a": 1} x', "settings.json:1:10: invalid JSON: Extra data"),

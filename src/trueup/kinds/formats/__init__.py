@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import math
+import re
 import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
@@ -50,7 +51,13 @@ KeyPath = tuple[str, ...]
 
 FORMATS: Final = ("toml", "json", "yaml")
 
-_EXTENSIONS: Final = {".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
+_EXTENSIONS: Final = {
+    ".toml": "toml",
+    ".json": "json",
+    ".jsonc": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+}
 
 MAX_KEY_DEPTH: Final = 64
 """The most segments a declared key path may have. Config files are a few levels
@@ -208,13 +215,13 @@ def parse_key_path(dotted: str) -> KeyPath:
             raise KeyPathError(f"key path {dotted!r} has an empty segment")
 
 
+_NEEDS_QUOTES = re.compile(r'\A\Z|\A\s|\s\Z|[."\\]')
+
+
 def _segment_needs_quotes(segment: str) -> bool:
-    return (
-        segment == ""
-        or segment != segment.strip()
-        or any(ch in segment for ch in '."\\')
-        or segment.startswith('"')
-    )
+    """Empty, padded with whitespace, or holding a dot, quote or backslash (one regex
+    search: ``keys_flat`` of a large file asks this for every key)."""
+    return _NEEDS_QUOTES.search(segment) is not None
 
 
 def format_key_path(path: KeyPath) -> str:

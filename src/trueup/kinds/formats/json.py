@@ -7,7 +7,13 @@ or cuts one out with its comma) and formats new text like its neighbours:
 same indentation unit, same ``":"`` spacing, same line endings. Values are still
 read and written with the stdlib, so strings and numbers are exactly standard.
 
-Plain JSON only: comments (JSONC) are a parse error.
+JSON with comments (JSONC: ``//`` and ``/* */`` comments, trailing commas, as in
+VS Code, Cursor and Zed settings, ``tsconfig.json`` and ``devcontainer.json``) is
+recognised by its content: a file strict JSON refuses is read again with its
+comments and trailing commas blanked out (replaced by spaces, so every offset
+still points into the user's text), and accepted if that parses. Edits go to the
+user's text, so the comments stay; inserted and removed members follow the
+file's own line layout and keep a trailing comma where the file uses them.
 """
 
 from __future__ import annotations
@@ -33,6 +39,37 @@ _WHITESPACE = " \t\r\n"
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = ("true", "false", "null")
 _BOM = "\ufeff"
+_SPACES = re.compile(r"[ \t\r\n]*")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# A string, a comment, or a comma that only a `]` or `}` follows: what JSONC adds.
+_JSONC_TOKEN = re.compile(
+    r'(?P<s>"(?:[^"\\\n]|\\.)*")|(?P<c>//[^\n]*|/\*.*?\*/)|(?P<t>,(?=[ \t\r\n]*[\]}]))',
+    re.DOTALL,
+)
+_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(?P<constant>-?Infinity|NaN)', re.DOTALL)
+_INDENT = re.compile(r"^[ \t]+(?=[^ \t\r\n])", re.MULTILINE)
+_SPACES_ON_LINE = re.compile(r"[ \t]*,?[ \t]*")
+_TRAILING_COMMA = re.compile(r",[ \t\r\n]*[\]}]")
+
+
+def _blank(match: re.Match[str]) -> str:
+    """Spaces in place of a comment or trailing comma, keeping its line breaks."""
+    if match.lastgroup == "s":
+        return match.group()
+    return re.sub(r"[^\r\n]", " ", match.group())
+
+
+def without_comments(text: str) -> str:
+    """``text`` with its JSONC comments and trailing commas blanked, same length.
+
+    Plain JSON (no ``/`` and no comma before a closing bracket) comes back as is
+    without a per-token pass, which keeps large plain files fast.
+    """
+    if "/" not in text and _TRAILING_COMMA.search(text) is None:
+        return text
+    blanked = _JSONC_TOKEN.sub(_blank, text)
+    # A comment between a comma and the bracket hid it from the lookahead.
+    return _JSONC_TOKEN.sub(_blank, blanked) if blanked != text else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,11 +80,30 @@ class _Member:
     value: _Node
 
 
-@dataclass(frozen=True, slots=True)
 class _Node:
-    start: int
-    end: int  # exclusive
-    members: tuple[_Member, ...] | None = None  # set for objects only
+    """A value's span; an object's members are scanned when first asked for.
+
+    Only the objects on the path of a read or an edit are ever scanned: the
+    values beside them are skipped whole by :mod:`json`'s C scanner, so a large
+    file costs one C-speed pass, not a Python loop over every character.
+    """
+
+    __slots__ = ("_members", "_scanner", "end", "start")
+
+    def __init__(self, start: int, end: int, scanner: _Scanner | None = None) -> None:
+        self.start = start
+        self.end = end
+        self._scanner = scanner  # set for objects only
+        self._members: tuple[_Member, ...] | None = None
+
+    @property
+    def members(self) -> tuple[_Member, ...] | None:
+        """The object's members in order; ``None`` for anything but an object."""
+        if self._scanner is None:
+            return None
+        if self._members is None:
+            self._members = self._scanner.members(self.start)
+        return self._members
 
     def find(self, key: str) -> _Member | None:
         """The member JSON readers would use: the last one with that key."""
@@ -58,8 +114,12 @@ class _Node:
         return found
 
 
+_DECODER = json.JSONDecoder()
+
+
 class _Scanner:
-    """Span-recording recursive-descent scanner for text ``json`` has accepted."""
+    """Span-recording scanner for text ``json`` has accepted (so it needs no checks
+    beyond finding where things are)."""
 
     def __init__(self, text: str, origin: str) -> None:
         self.text = text
@@ -71,113 +131,118 @@ class _Scanner:
         raise ConfigError(reason, origin=self.origin, line=line, column=column)
 
     def skip(self, pos: int) -> int:
-        while pos < len(self.text) and self.text[pos] in _WHITESPACE:
-            pos += 1
-        return pos
-
-    def string_end(self, pos: int) -> int:
-        """Offset just past the string whose opening quote is at ``pos``."""
-        text = self.text
-        i = pos + 1
-        while i < len(text):
-            ch = text[i]
-            if ch == "\\":
-                i += 2
-            elif ch == '"':
-                return i + 1
-            else:
-                i += 1
-        self.fail(pos, "unterminated string")
+        match = _SPACES.match(self.text, pos)
+        assert match is not None  # `*` always matches
+        return match.end()
 
     def value(self, pos: int) -> _Node:
         text = self.text
         if pos >= len(text):
             self.fail(pos, "expected a value")
         ch = text[pos]
-        if ch == "{":
-            return self.object(pos)
-        if ch == "[":
-            return self.array(pos)
         if ch == '"':
-            return _Node(pos, self.string_end(pos))
+            match = _STRING.match(text, pos)
+            if match is None:
+                self.fail(pos, "unterminated string")
+            return _Node(pos, match.end())
         for literal in _LITERALS:
             if text.startswith(literal, pos):
                 return _Node(pos, pos + len(literal))
+        if ch in "{[":
+            try:
+                _, end = _DECODER.raw_decode(text, pos)
+            except ValueError:
+                self.fail(pos, "expected a value")
+            return _Node(pos, end, self if ch == "{" else None)
         match = _NUMBER.match(text, pos)
         if match is None or match.end() == pos:
             self.fail(pos, "expected a value")
         return _Node(pos, match.end())
 
-    def object(self, start: int) -> _Node:
+    def members(self, start: int) -> tuple[_Member, ...]:
+        """The members of the object whose ``{`` is at ``start``."""
         text = self.text
         members: list[_Member] = []
         pos = self.skip(start + 1)
         if pos < len(text) and text[pos] == "}":
-            return _Node(start, pos + 1, ())
+            return ()
         while True:
             if pos >= len(text) or text[pos] != '"':
                 self.fail(pos, "expected a string key")
-            key_end = self.string_end(pos)
-            key = json.loads(text[pos:key_end])
-            colon = self.skip(key_end)
+            key_node = self.value(pos)
+            raw = text[pos + 1 : key_node.end - 1]
+            key = json.loads(text[pos : key_node.end]) if "\\" in raw else raw
+            colon = self.skip(key_node.end)
             if colon >= len(text) or text[colon] != ":":
                 self.fail(colon, "expected ':'")
             value = self.value(self.skip(colon + 1))
-            members.append(_Member(key, pos, key_end, value))
+            members.append(_Member(key, pos, key_node.end, value))
             pos = self.skip(value.end)
             if pos < len(text) and text[pos] == ",":
                 pos = self.skip(pos + 1)
                 continue
             if pos < len(text) and text[pos] == "}":
-                return _Node(start, pos + 1, tuple(members))
+                return tuple(members)
             self.fail(pos, "expected ',' or '}'")
-
-    def array(self, start: int) -> _Node:
-        text = self.text
-        pos = self.skip(start + 1)
-        if pos < len(text) and text[pos] == "]":
-            return _Node(start, pos + 1)
-        while True:
-            item = self.value(pos)
-            pos = self.skip(item.end)
-            if pos < len(text) and text[pos] == ",":
-                pos = self.skip(pos + 1)
-                continue
-            if pos < len(text) and text[pos] == "]":
-                return _Node(start, pos + 1)
-            self.fail(pos, "expected ',' or ']'")
 
 
 def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _parse(text: str, origin: str) -> _Node | None:
-    """Validate ``text`` and return its root object's spans (``None`` if blank)."""
+def _parse(text: str, origin: str) -> tuple[str, _Node | None]:
+    """Validate ``text``; return the text values are read from and its root's spans.
+
+    The text read from is ``text`` itself for plain JSON, and ``text`` with its
+    comments and trailing commas blanked for JSONC (same offsets); the root is
+    ``None`` for a blank file.
+    """
     body_start = 1 if text.startswith(_BOM) else 0
     if text[body_start:].strip(_WHITESPACE) == "":
-        return None
+        return text, None
+    clean = text
     try:
         json.loads(text[body_start:], parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"invalid JSON: {exc.msg}", origin=origin, line=exc.lineno, column=exc.colno
-        ) from None
+        clean = without_comments(text)
+        if clean == text:
+            raise ConfigError(
+                f"invalid JSON: {exc.msg}", origin=origin, line=exc.lineno, column=exc.colno
+            ) from None
+        _check_jsonc(clean, body_start, origin)
     except ValueError as exc:
-        # NaN/Infinity: the scanner rejects them too, and knows where they are.
-        locator = _Scanner(text, origin)
-        locator.value(locator.skip(body_start))
+        # NaN/Infinity: found outside strings, to say where they are.
+        for match in _CONSTANT.finditer(text):
+            if match.group("constant"):
+                _Scanner(text, origin).fail(match.start(), f"invalid JSON: {exc}")
         raise ConfigError(f"invalid JSON: {exc}", origin=origin) from None
     except RecursionError:
         raise ConfigError("invalid JSON: nested too deeply", origin=origin) from None
-    scanner = _Scanner(text, origin)
+    scanner = _Scanner(clean, origin)
     start = scanner.skip(body_start)
-    if text[start] != "{":
+    if clean[start] != "{":
         scanner.fail(start, "the top level of a JSON config file must be an object")
     try:
-        return scanner.object(start)
+        return clean, scanner.value(start)
     except RecursionError:
         raise ConfigError("JSON nested too deeply", origin=origin) from None
+
+
+def _check_jsonc(clean: str, body_start: int, origin: str) -> None:
+    """Refuse JSONC that is not JSON once its comments and trailing commas are gone."""
+    try:
+        json.loads(clean[body_start:], parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"invalid JSON (with comments): {exc.msg}",
+            origin=origin,
+            line=exc.lineno,
+            column=exc.colno,
+        ) from None
+    except ValueError as exc:
+        raise ConfigError(f"invalid JSON (with comments): {exc}", origin=origin) from None
+    except RecursionError:
+        raise ConfigError("invalid JSON: nested too deeply", origin=origin) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,12 +257,7 @@ class _Style:
     @classmethod
     def detect(cls, text: str, root: _Node | None) -> _Style:
         newline = "\r\n" if "\r\n" in text else "\n"
-        indents = [
-            line[: len(line) - len(line.lstrip(" \t"))]
-            for line in text.splitlines()
-            if line.strip(_WHITESPACE)
-        ]
-        indents = [indent for indent in indents if indent]
+        indents = set(_INDENT.findall(text))  # C speed: files can be megabytes
         if any(indent.startswith("\t") for indent in indents):
             indent = "\t"
         elif indents:
@@ -226,7 +286,7 @@ class JsonDocument(BaseDocument):
     def __init__(self, text: str, origin: str) -> None:
         super().__init__(text, origin)
         self._text = text
-        self._tree = _parse(text, origin)
+        self._clean, self._tree = _parse(text, origin)
 
     # reading ----------------------------------------------------------------------
 
@@ -251,7 +311,12 @@ class JsonDocument(BaseDocument):
         return MISSING if node is None else json.loads(self._span(node))
 
     def _span(self, node: _Node) -> str:
-        return self._text[node.start : node.end]
+        """The value's text without comments (read with :mod:`json`)."""
+        return self._clean[node.start : node.end]
+
+    @property
+    def _jsonc(self) -> bool:
+        return self._clean is not self._text
 
     # writing ----------------------------------------------------------------------
 
@@ -267,10 +332,10 @@ class JsonDocument(BaseDocument):
     def _commit(self, text: str) -> None:
         """Adopt edited text, but only if it still parses: never corrupt a file."""
         try:
-            tree = _parse(text, self.origin)
+            clean, tree = _parse(text, self.origin)
         except ConfigError as exc:  # pragma: no cover - a bug in this module
             raise RuntimeError(f"internal error: edit produced invalid JSON ({exc})") from exc
-        self._text, self._tree = text, tree
+        self._text, self._clean, self._tree = text, clean, tree
 
     def _splice(self, start: int, end: int, replacement: str) -> None:
         self._commit(self._text[:start] + replacement + self._text[end:])
@@ -279,7 +344,7 @@ class JsonDocument(BaseDocument):
         if self._tree is None:
             self._create(path, value)
             return
-        style = _Style.detect(self._text, self._tree)
+        style = _Style.detect(self._clean, self._tree)
         parent = self._tree
         for depth, segment in enumerate(path):
             member = parent.find(segment)
@@ -317,6 +382,12 @@ class JsonDocument(BaseDocument):
         key_text = json.dumps(key, ensure_ascii=False) + style.colon
         if obj.members:
             last = obj.members[-1]
+            if (
+                self._is_multiline(obj)
+                and self._jsonc
+                and self._insert_jsonc(last, key_text, value, style)
+            ):
+                return
             if self._is_multiline(obj):
                 indent = self._line_indent(last.start)
                 text = f",{style.newline}{indent}{key_text}{self._dump(value, style, True, indent)}"
@@ -325,6 +396,13 @@ class JsonDocument(BaseDocument):
                 comma = self._text[previous : last.start] if previous is not None else style.comma
                 text = f"{comma}{key_text}{self._dump(value, style, False, '')}"
             self._splice(last.value.end, last.value.end, text)
+            return
+        closing = self._text.rfind("\n", 0, obj.end - 1) + 1
+        if self._jsonc and closing > obj.start and not self._text[closing : obj.end - 1].strip():
+            # Only comments inside: the member goes below them, on its own line.
+            indent = self._line_indent(obj.start) + style.indent
+            dumped = self._dump(value, style, True, indent)
+            self._splice(closing, closing, f"{indent}{key_text}{dumped}{style.newline}")
             return
         if obj is self._tree or self._is_multiline(self._tree):
             outer = self._line_indent(obj.start)
@@ -337,6 +415,60 @@ class JsonDocument(BaseDocument):
             inner = key_text + self._dump(value, style, False, "")
         self._splice(obj.start + 1, obj.end - 1, inner)
 
+    def _line_end(self, member: _Member) -> tuple[int, bool] | None:
+        """Where the line ``member`` ends on, and whether a comma follows it there.
+
+        ``None`` unless the rest of its line is only a comma and a comment (in a
+        JSONC file those belong to the member: ``"a": 1, // why``).
+        """
+        match = _SPACES_ON_LINE.match(self._clean, member.value.end)
+        assert match is not None
+        end = match.end()
+        if end < len(self._clean) and self._clean[end] not in "\r\n":
+            return None
+        comma = self._text[member.value.end : end].lstrip(" \t").startswith(",")
+        return end, comma
+
+    def _insert_jsonc(self, last: _Member, key_text: str, value: object, style: _Style) -> bool:
+        """Add a member on a line of its own after ``last``'s line, so a comment that
+        ends that line stays with ``last``; a trailing comma style is kept."""
+        found = self._line_end(last)
+        if found is None:
+            return False
+        end, comma = found
+        indent = self._line_indent(last.start)
+        member = f"{style.newline}{indent}{key_text}{self._dump(value, style, True, indent)}"
+        at = last.value.end
+        if comma:
+            self._splice(end, end, member + ",")
+        else:
+            self._commit(self._text[:at] + "," + self._text[at:end] + member + self._text[end:])
+        return True
+
+    def _remove_jsonc(self, members: tuple[_Member, ...], index: int) -> bool:
+        """Cut a member's whole line(s), with the comment that ends its line, leaving the
+        comments above and below it where they are."""
+        member = members[index]
+        line_start = self._text.rfind("\n", 0, member.start) + 1
+        found = self._line_end(member)
+        if found is None or self._clean[line_start : member.start].strip(" \t"):
+            return False
+        end, comma = found
+        end += 2 if self._text.startswith("\r\n", end) else 1
+        text = self._text[:line_start] + self._text[end:]
+        if index == len(members) - 1 and index > 0 and not comma:
+            # The new last member loses the comma that separated it from this one.
+            at = self.skip_clean(members[index - 1].value.end)
+            if self._clean[at] == ",":
+                text = text[:at] + text[at + 1 :]
+        self._commit(text)
+        return True
+
+    def skip_clean(self, pos: int) -> int:
+        match = _SPACES.match(self._clean, pos)
+        assert match is not None
+        return match.end()
+
     def _remove(self, path: KeyPath) -> None:
         # Repeat so that duplicate keys (legal, last one wins) all go away.
         while True:
@@ -347,6 +479,8 @@ class JsonDocument(BaseDocument):
             if not indexes:
                 return
             index, members = indexes[-1], parent.members
+            if self._jsonc and self._remove_jsonc(members, index):
+                continue
             if len(members) == 1:
                 self._splice(parent.start + 1, parent.end - 1, "")
             elif index < len(members) - 1:
