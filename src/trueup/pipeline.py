@@ -200,11 +200,13 @@ def ask_consent(
     no_input: bool,
     interactive: bool,
     noun: str = "target",
+    with_yes: str = "the same command with --yes",
 ) -> Consent:
     """Ask what must be asked: the typed name for destroying steps, then a yes/no.
 
     ``--no-input`` never asks; without a terminal the apply is refused unless
-    ``--yes`` (or a typed name) already answered. A plan without changes needs
+    ``--yes`` (or a typed name) already answered, with ``with_yes`` (the
+    command as typed, plus --yes) as the hint. A plan without changes needs
     no agreement.
     """
     paused = False
@@ -216,11 +218,9 @@ def ask_consent(
         )
     if plan.changes and not (yes or no_input or typed is not None):  # queued or not
         if not interactive:
-            from trueup.cli.output import rerun_with
-
             raise UsageError(
                 "refusing to apply without confirmation: no terminal to ask on",
-                hint="review the plan above, then run: " + rerun_with("--yes"),
+                hint="review the plan above, then run: " + with_yes,
             )
         paused = True
         if not asker.confirm(f"Apply {len(plan.changes)} change(s)?"):

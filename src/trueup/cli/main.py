@@ -23,7 +23,7 @@ from trueup.cli.common import (
     run_app,
     run_command,
 )
-from trueup.cli.output import Output, confirmation_hint
+from trueup.cli.output import Output, confirmation_hint, rerun_with
 from trueup.cli.state_commands import state_app
 from trueup.errors import ExitCode
 
@@ -221,6 +221,7 @@ def apply(
             yes=yes,
             no_input=no_input,
             interactive=sys.stdin.isatty(),
+            with_yes=rerun_with("--yes"),
         )
         typed, paused = consent.typed, consent.paused
         if consent.declined:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from trueup.cli.common import JsonOpt, OverwriteOpt, StateOpt, engine_for, run_command
-from trueup.cli.output import Output, confirmation_hint
+from trueup.cli.output import Output, confirmation_hint, rerun_with
 from trueup.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -142,6 +142,7 @@ def org_apply(
                 no_input=no_input,
                 interactive=not no_input and sys.stdin.isatty(),
                 noun="org",
+                with_yes=rerun_with("--yes"),
             )
             typed = consent.typed
             if consent.declined:
