@@ -98,7 +98,26 @@ def _string(value: str, like: String) -> String:
         forbidden = "'''" if multiline else "'"
         if forbidden in value or _CONTROL.search(value.replace("\n", "") if multiline else value):
             literal = False
-    return tomlkit.string(value, literal=literal, multiline=multiline)
+    item = tomlkit.string(value, literal=literal, multiline=multiline)
+    return _opened_like(item, like) if multiline else item
+
+
+def _opened_like(item: String, like: String) -> String:
+    """``item``, a multi-line string, opened as ``like`` is: delimiter then a line break.
+
+    TOML drops a line break right after the opening quotes, so people start the
+    text on the next line (``description =`` three quotes, then the paragraph); tomlkit
+    writes the text right after the quotes. Same value, the person's layout.
+    """
+    before = like.as_string()
+    raw = item.as_string()
+    delimiter = raw[:3]
+    for newline in ("\r\n", "\n"):
+        if before[3:].startswith(newline) and not raw[3:].startswith(("\n", "\r\n")):
+            reopened = tomlkit.parse(f"x = {delimiter}{newline}{raw[3:]}\n").item("x")
+            if isinstance(reopened, String) and reopened.value == item.value:
+                return reopened
+    return item
 
 
 def _sets_table(value: object) -> bool:

@@ -247,11 +247,56 @@ def _string(value: str, like: object) -> object:
         if "\n" in value:
             return DoubleQuotedScalarString(value)
         return SingleQuotedScalarString(value)
-    if isinstance(like, LiteralScalarString | FoldedScalarString):
+    if isinstance(like, FoldedScalarString):
+        return _folded_like(value, like)
+    if isinstance(like, LiteralScalarString):
         return type(like)(value)
     if _YAML11_SPECIAL.fullmatch(value):
         return SingleQuotedScalarString(value)
     return value
+
+
+def _folded_like(value: str, like: FoldedScalarString) -> FoldedScalarString:
+    """``value`` as a folded scalar (``>``) broken over lines as wide as ``like``'s.
+
+    ruamel writes a new folded scalar on one line; a person's ``>-`` paragraph
+    stays a paragraph when its text changes. Folds go only at single spaces
+    between words of a line (where YAML folding reads them back as spaces).
+    """
+    folded: FoldedScalarString = FoldedScalarString(value)
+    old = str(like)
+    cuts = [0, *getattr(like, "fold_pos", []), len(old)]
+    width = max((b - a for a, b in itertools.pairwise(cuts)), default=0)
+    if len(cuts) < 3 or width <= 0:
+        return folded
+    positions: list[int] = []
+    start = 0
+    for line in value.split("\n"):
+        if line.startswith((" ", "\t")):  # a more-indented line is never folded
+            start += len(line) + 1
+            continue
+        line_start, last_space = start, None
+        for offset, char in enumerate(line):
+            at = start + offset
+            if (
+                char == " "
+                and 0 < offset < len(line) - 1
+                and line[offset - 1] != " "
+                and line[offset + 1] != " "
+            ):
+                if at - line_start > width and last_space is not None:
+                    positions.append(last_space)
+                    line_start = last_space + 1
+                last_space = at
+        if (
+            start + len(line) - line_start > width
+            and last_space is not None
+            and last_space > line_start
+        ):
+            positions.append(last_space)
+        start += len(line) + 1
+    folded.fold_pos = positions  # type: ignore[attr-defined]  # set by ruamel when read
+    return folded
 
 
 def _key_node(key: str) -> object:
@@ -331,10 +376,30 @@ def _slot(container: Any) -> int:
 
 
 def _token(holder: _Holder) -> CommentToken | None:
+    """The comment token after ``holder``'s value, if it is that value's own.
+
+    An alias of an anchored scalar (``name: *p``) is handed the very token that
+    follows its anchor (``port: &p http``, then a blank line): that text is the
+    anchor's, so editing around the alias must neither move nor change it.
+    """
     container, key = holder
     entry = container.ca.items.get(key)
     token = entry[_slot(container)] if entry else None
-    return token if isinstance(token, CommentToken) else None
+    if not isinstance(token, CommentToken):
+        return None
+    token_line = getattr(token.start_mark, "line", None)
+    return None if token_line is not None and token_line < _line_of(holder) else token
+
+
+def _line_of(holder: _Holder) -> int:
+    """The 0-based line ``holder``'s key or item starts on in the file (-1 if new)."""
+    container, key = holder
+    try:
+        if isinstance(container, CommentedMap):
+            return int(container.lc.key(key)[0])
+        return int(container.lc.item(key)[0])
+    except (KeyError, IndexError, TypeError):
+        return -1
 
 
 def _set_token(holder: _Holder, token: CommentToken | None) -> None:
@@ -343,21 +408,81 @@ def _set_token(holder: _Holder, token: CommentToken | None) -> None:
     entry[_slot(container)] = token
 
 
-def _detach_tail(container: Any, key: Any) -> str:
-    """Cut the comment/blank lines after ``container[key]``'s last line, and return them."""
+def _detach_tail(container: Any, key: Any, column: int | None = None) -> str:
+    """Cut the comment/blank lines after ``container[key]``'s last line, and return them.
+
+    With ``column`` (where the keys of a mapping getting a new last key start),
+    the comments that belong to ``container[key]`` stay with it: those indented
+    deeper than ``column`` (``resources: {}`` then ``  # limits:``, commented-out
+    options) and those at ``column`` that touch it with no blank line between.
+    Only what follows them (what introduced the next key, or ends the file)
+    moves below the new key.
+    """
     holder = _deepest_last(container, key)
     token = _token(holder)
     if token is None:
         return ""
-    if isinstance(holder[0][holder[1]], LiteralScalarString | FoldedScalarString):
+    block = isinstance(holder[0][holder[1]], LiteralScalarString | FoldedScalarString)
+    if block:
         # A block scalar's last line ends its value: every line of the token follows it.
+        first, rest = "", str(token.value)
+    else:
+        first, newline, rest = str(token.value).partition("\n")
+        if not newline or not rest:
+            return ""
+        first += newline
+    kept, rest = _own_comments(rest, column) if column is not None else ("", rest)
+    if not first + kept:
         _set_token(holder, None)
-        return str(token.value)
-    first, newline, rest = str(token.value).partition("\n")
-    if not newline or not rest:
-        return ""
-    token.value = first + newline
+    else:
+        token.value = first + kept
     return rest
+
+
+def _claim_end_comments(root: CommentedMap, key: Any, column: int) -> None:
+    """Give the last key the comments after it that ruamel filed as the document's end.
+
+    ruamel keeps the comment lines after a top-level flow value (``resources: {}``
+    then ``  # limits:``) as end-of-document comments, which it writes after a
+    key added at the end: the new key would capture them. Those that belong to
+    the last key (:func:`_own_comments`) are put right after it instead.
+    """
+    end = getattr(root.ca, "end", None)
+    if not end:
+        return
+    spelled = []
+    for token in end:
+        if not isinstance(token, CommentToken):
+            return
+        indent = getattr(token.start_mark, "column", 0) if str(token.value).strip() else 0
+        spelled.append(" " * indent + str(token.value))
+    kept, _ = _own_comments("".join(spelled), column)
+    count = len(kept.splitlines())
+    taken = 0
+    while taken < len(end) and count > 0:
+        count -= len(str(end[taken].value).splitlines()) or 1
+        taken += 1
+    if not taken:
+        return
+    _append_tail(_deepest_last(root, key), "".join(spelled[:taken]))
+    del end[:taken]
+
+
+def _own_comments(tail: str, column: int) -> tuple[str, str]:
+    """Split ``tail`` into the comment lines that belong to the value before it, and
+    the rest (see :func:`_detach_tail`)."""
+    lines = tail.splitlines(keepends=True)
+    keep, blank = 0, False
+    for index, line in enumerate(lines):
+        content = line.strip()
+        if not content:
+            blank = True
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if not content.startswith("#") or indent < column or (indent == column and blank):
+            break
+        keep = index + 1
+    return "".join(lines[:keep]), "".join(lines[keep:])
 
 
 def _append_tail(holder: _Holder, tail: str, *, collapse: bool = False) -> None:
@@ -723,7 +848,10 @@ class YamlDocument(BaseDocument):
                 if not parent and parent.fa.flow_style():
                     parent.fa.set_block_style()  # `x: {}` grows into a block mapping
                 keys = _own_keys(parent)
-                tail = _detach_tail(parent, keys[-1]) if keys else ""
+                column = _key_column(parent, keys[-1]) if keys else None
+                if keys and column is not None and parent is self._data:
+                    _claim_end_comments(parent, keys[-1], column)
+                tail = _detach_tail(parent, keys[-1], column) if keys else ""
                 parent[_key_node(segment)] = _to_node(_nest(path[depth + 1 :], value))
                 _attach_tail(parent, segment, tail)
                 return
@@ -836,6 +964,14 @@ def _spans_lines(node: CommentedMap) -> bool:
     if start is None:
         return False
     return any(node.lc.key(key)[0] != start for key in node if key in node.lc.data)
+
+
+def _key_column(mapping: CommentedMap, key: Any) -> int | None:
+    """The column ``key`` starts at in the file (``None`` for a key added since)."""
+    try:
+        return int(mapping.lc.key(key)[1])
+    except (KeyError, IndexError, TypeError):
+        return None
 
 
 def _with_newline(text: str, newline: str) -> str:
