@@ -88,19 +88,21 @@ class Anchor:
         The descriptor stays the anchor's: use it at once, never close it.
         """
         found = self._dirs.pop(path, None)
-        if found is None:
-            try:
-                found = self._open(path)
-            except OSError as exc:
-                raise named(exc, path) from None
-            st = os.fstat(found)
-            seen = self._seen.setdefault(path, (st.st_dev, st.st_ino))
-            if seen != (st.st_dev, st.st_ino):
-                os.close(found)
-                raise OutsideRoot(path, "the folder was replaced while trueup ran")
-            if len(self._dirs) >= _HELD:  # the least recently used goes
-                os.close(self._dirs.pop(next(iter(self._dirs))))
-        self._dirs[path] = found  # last: the most recently used
+        if found is not None:
+            self._dirs[path] = found  # last: the most recently used goes last
+            return found
+        try:
+            found = self._open(path)
+        except OSError as exc:
+            raise named(exc, path) from None
+        st = os.fstat(found)
+        seen = self._seen.setdefault(path, (st.st_dev, st.st_ino))
+        if seen != (st.st_dev, st.st_ino):
+            os.close(found)
+            raise OutsideRoot(path, "the folder was replaced while trueup ran")
+        if len(self._dirs) >= _HELD:  # the least recently used goes: never one just handed out
+            os.close(self._dirs.pop(next(iter(self._dirs))))
+        self._dirs[path] = found
         return found
 
     def _root(self) -> int:

@@ -375,8 +375,10 @@ class WritableFS:
         self._staged.append(_Staged(temp, final, _is_dir(current), exclusive, place.how))
         owner = self._owner(final, current, place.folder)
         folder, name = self.view.at(temp)
-        with _naming(temp):
+        try:  # not _naming: this runs once per file
             create_temp(name, data, mode, owner, dir_fd=folder)
+        except OSError as exc:
+            raise named(exc, temp) from None
         reach("temp-created")
         self._outcomes[final] = "file:" + digest
 
