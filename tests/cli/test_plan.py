@@ -17,3 +17,18 @@ def test_plan_json_names_the_action_and_the_digest(world: World, profile: str) -
     assert document["command"] == "plan" and document["exitCode"] == 0
     assert len(document["data"]["digest"]) == 64
     assert [a["resource"] for a in document["data"]["plan"]["actions"]] == ["a"]
+
+
+def test_plan_while_a_run_is_blocked_exits_4_and_says_why(world: World, profile: str) -> None:
+    root = str(world.root)
+    killed = world.run(
+        "apply", profile, "--root", root, "--yes", env={"TRUEUP_CRASH_AT": "journal-running"}
+    )
+    assert killed.code == -9, killed.err
+    shown = world.run("plan", profile, "--root", root)
+    assert shown.code == 4, shown.out + shown.err
+    assert "note:" in shown.out and "trueup recover" in shown.out
+    planned = world.run("plan", profile, "--root", root, "--json")
+    assert planned.code == 4 and planned.json["exitCode"] == 4
+    assert "locked by run" in planned.json["message"]
+    assert planned.json["data"]["blocked"]["hint"]

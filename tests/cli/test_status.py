@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from world import World
+from world import ONE_FILE, World
 
 
 def test_status_of_an_empty_store_says_where_to_start(world: World) -> None:
@@ -17,3 +17,28 @@ def test_status_reports_the_last_run_of_each_target(world: World, profile: str) 
     assert data["blocked_runs"] == []
     [target] = data["targets"]
     assert target["last_run"]["outcome"] == "converged"
+
+
+def test_live_status_with_changes_pending_exits_3_and_says_so(world: World, profile: str) -> None:
+    live = world.run("status", profile, "--root", str(world.root), "--json")
+    assert (live.code, live.json["status"]) == (3, "changes-pending"), live.out
+    assert live.json["exitCode"] == 3 and live.json["message"] == "1 pending change(s)"
+    assert world.run("status", profile, "--root", str(world.root)).code == 3
+    assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0
+    assert world.run("status", profile, "--root", str(world.root)).code == 0
+
+
+def test_drift_in_json_carries_a_message_naming_it(world: World) -> None:
+    guarded = ONE_FILE + 'policy = "replace-if-unmodified"\n'
+    profile = str(world.write("p.toml", guarded))
+    assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0
+    world.target("x").write_text("mine")
+    for args in (
+        ("status", profile, "--root", str(world.root)),
+        ("plan", profile, "--root", str(world.root)),
+        ("status",),
+    ):
+        shown = world.run(*args, "--json")
+        assert shown.code == 4, shown.out
+        assert shown.json["message"].startswith("drift: "), (args, shown.json["message"])
+        assert " a: " in shown.json["message"] or " a " in shown.json["message"]

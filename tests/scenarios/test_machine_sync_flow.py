@@ -707,7 +707,7 @@ def test_status_after_a_first_run_cancelled_before_any_change_says_nothing_was_a
 def test_live_status_with_changes_to_apply_is_not_called_converged(world: World) -> None:
     profile = world.write("f.toml", ONE_FILE_A)
     status = world.run("status", str(profile), "--root", str(world.root), "--json")
-    assert status.code == 0 and status.json["status"] == "changes-pending"
+    assert status.code == 3 and status.json["status"] == "changes-pending"
     assert (
         "changes-pending; 1 pending change(s)"
         in world.run("status", str(profile), "--root", str(world.root)).out

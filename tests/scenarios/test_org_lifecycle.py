@@ -360,7 +360,7 @@ def test_status_tells_an_org_that_needs_a_person_as_org_status_does(org: OrgWorl
 
 def test_org_status_of_an_org_never_applied_says_changes_are_pending(org: OrgWorld) -> None:
     live = org.run("org", "status", org.path, "--json")
-    assert live.code == 0 and live.json["data"]["pending"] > 0
+    assert live.code == 3 and live.json["data"]["pending"] > 0
     assert live.json["status"] == "changes-pending", live.out
     human = org.run("org", "status", org.path)
     assert "changes-pending;" in human.out and "converged" not in human.out

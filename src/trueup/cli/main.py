@@ -106,6 +106,7 @@ def plan(
         from rich.markup import escape
 
         from trueup.cli.render import render_plan
+        from trueup.cli.status import status_message
         from trueup.execute.gates import locked_error
         from trueup.model import outcome_of, plan_status
 
@@ -117,12 +118,18 @@ def plan(
         outcome = outcome_of(the_plan.actions)
         holder = engine.store.holder(prepared.target.key)
         blocked = locked_error(holder, prepared.target) if holder is not None else None
+        # A plan is no run, but one that cannot be applied yet says so in its code.
+        code = ExitCode.CONFLICT if blocked is not None else outcome.exit_code
         if json_out:
             data = _plan_json(the_plan)
             data["blocked"] = (
                 {"message": blocked.message, "hint": blocked.hint} if blocked else None
             )
-            out.envelope(plan_status(the_plan.actions), outcome.exit_code, "", data)
+            word = plan_status(the_plan.actions)
+            message = status_message(word, the_plan.actions, len(the_plan.changes))
+            if blocked is not None:
+                message = f"{blocked.message}; {message}"
+            out.envelope(word, code, message, data)
         else:
             render_plan(
                 out.console, the_plan, lambda a: engine.preview(prepared, a), show_unchanged
@@ -143,7 +150,7 @@ def plan(
                 typed = typed if needs_confirmation(the_plan.actions) else []
                 again = shlex.join(["trueup", "apply", str(out_file), *typed])
                 out.print(escape(f"saved to {out_file}; apply it with: {again}"))
-        return int(outcome.exit_code)
+        return int(code)
 
     run_command(out, body)
 

@@ -74,6 +74,7 @@ def org_plan(
 
     def body() -> int:
         from trueup.cli.org_render import render_org_plan
+        from trueup.cli.status import status_message
         from trueup.model import outcome_of, plan_status
         from trueup.saved_plans import save_plan
 
@@ -86,7 +87,8 @@ def org_plan(
             outcome = outcome_of(plan.actions)
             if json_out:
                 status = plan_status(plan.actions)
-                out.envelope(status, outcome.exit_code, "", _plan_json(prepared, plan))
+                message = status_message(status, plan.actions, len(plan.changes))
+                out.envelope(status, outcome.exit_code, message, _plan_json(prepared, plan))
             else:
                 render_org_plan(out.console, prepared, plan, show_unchanged)
                 if out_file is not None:

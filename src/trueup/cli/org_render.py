@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from trueup.cli.render import MAX_ROWS, action_row, overwrite_command, print_columns
 from trueup.errors import ExitCode
-from trueup.model import ActionType, Outcome, Plan, outcome_of, plan_status
+from trueup.model import ActionType, Outcome, Plan, plan_status
 from trueup.redact import redact
 
 if TYPE_CHECKING:
@@ -158,11 +158,11 @@ def _line(label: str, style: str, text: str) -> Text:
 def show_live_status(out: Output, engine: OrgEngine, file: Path) -> int:
     from rich.markup import escape
 
+    from trueup.cli.status import pending_exit_code, status_message
     from trueup.org.state import load_state
 
     prepared = engine.prepare(file)
     plan = prepared.plan
-    outcome = outcome_of(plan.actions)
     recorded = load_state(engine.store, prepared.target.key)
     pending = len(plan.changes)
     rows = [
@@ -176,14 +176,15 @@ def show_live_status(out: Output, engine: OrgEngine, file: Path) -> int:
         "state": recorded.to_json() if recorded else None,
     }
     status = plan_status(plan.actions)  # "converged" only when nothing is left to apply
+    code = pending_exit_code(plan.actions)  # as `trueup status`: 3 while changes are pending
     if out.json_mode:
-        out.envelope(status, outcome.exit_code, "", data)
-        return int(outcome.exit_code)
+        out.envelope(status, code, status_message(status, plan.actions, pending), data)
+        return int(code)
     render_org_plan(out.console, prepared, plan, show_noop=False)
     if recorded is not None and recorded.last_applied:
         out.print(f"last applied {escape(recorded.last_applied['at'])}")
     out.print(f"{status}; {pending} pending change(s)")
-    return int(outcome.exit_code)
+    return int(code)
 
 
 def show_recorded_status(out: Output, engine: OrgEngine) -> int:

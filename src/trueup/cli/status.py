@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from trueup.cli.output import Output, visible
 from trueup.errors import ExitCode
 from trueup.execute.gates import locked_error, replan_command, target_command
-from trueup.model import ActionType, Outcome, outcome_of, plan_status
+from trueup.model import Action, ActionType, Outcome, outcome_of, plan_status
 
 if TYPE_CHECKING:
     from trueup.engine import Engine
@@ -43,12 +43,13 @@ def _live(out: Output, engine: Engine, file: Path, root: Path) -> int:
         }
         for a in plan.actions
     ]
-    outcome = outcome_of(plan.actions)
     word = plan_status(plan.actions)
     pending = sum(1 for a in plan.actions if a.type.applies)
+    code = pending_exit_code(plan.actions)
     if out.json_mode:
-        out.envelope(word, outcome.exit_code, "", {"resources": rows, "pending": pending})
-        return int(outcome.exit_code)
+        message = status_message(word, plan.actions, pending)
+        out.envelope(word, code, message, {"resources": rows, "pending": pending})
+        return int(code)
     from rich.markup import escape
     from rich.table import Table
 
@@ -62,7 +63,34 @@ def _live(out: Output, engine: Engine, file: Path, root: Path) -> int:
     out.print(table)
     again = f"; next: {target_command('apply', 'profile', str(file), str(root))}" if pending else ""
     out.print(f"{word}; {pending} pending change(s){escape(again)}")
-    return int(outcome.exit_code)
+    return int(code)
+
+
+def pending_exit_code(actions: tuple[Action, ...]) -> ExitCode:
+    """A live status's exit code: its outcome's, and 3 while changes are pending.
+
+    ``converged`` (0) would tell a script there is nothing to do; applying is
+    a person's (or a timer's) next step, which is what 3 means.
+    """
+    outcome = outcome_of(actions)
+    if plan_status(actions) == "changes-pending":
+        return ExitCode.HUMAN_ACTION
+    return outcome.exit_code
+
+
+def status_message(word: str, actions: tuple[Action, ...], pending: int) -> str:
+    """The envelope's one-line ``message``: never empty, and naming the drift first."""
+    drift = [a for a in actions if a.type is ActionType.DRIFT_CONFLICT]
+    if drift:
+        first = drift[0]
+        more = f" (and {len(drift) - 1} more)" if len(drift) > 1 else ""
+        return f"drift: {first.resource_id}: {first.summary}{more}"
+    human = [a for a in actions if a.type is ActionType.HUMAN_ACTION]
+    if human:
+        return f"needs a person: {human[0].resource_id}: {human[0].summary}"
+    if pending:
+        return f"{pending} pending change(s)"
+    return word
 
 
 # A target's last run that ended in a way a person must look at. Drift is not
@@ -130,7 +158,8 @@ def _recorded(out: Output, engine: Engine) -> int:
     )
     code = ExitCode.CONFLICT if blocked else worst.exit_code
     if out.json_mode:
-        out.envelope(status, code, "", {"targets": targets, "blocked_runs": blocked})
+        message = _recorded_message(status, targets, runs)
+        out.envelope(status, code, message, {"targets": targets, "blocked_runs": blocked})
         return int(code)
     from rich.markup import escape
     from rich.table import Table
@@ -171,6 +200,18 @@ def _recorded(out: Output, engine: Engine) -> int:
     print_blocked(out, runs)
     out.print(f"status: {status}")
     return int(code)
+
+
+def _recorded_message(status: str, targets: list[dict[str, Any]], runs: Sequence[RunInfo]) -> str:
+    """The envelope's ``message``: what a person must look at first, never empty."""
+    if runs:
+        return f"blocked: run {runs[0].id} holds {runs[0].target.key} ({runs[0].status})"
+    drift = [(t["target"], item) for t in targets for item in t["drift"]]
+    if drift:
+        target, item = drift[0]
+        more = f" (and {len(drift) - 1} more)" if len(drift) > 1 else ""
+        return f"drift: {target} {item['resource']}: {item['summary']}{more}"
+    return status
 
 
 def print_blocked(out: Output, runs: Sequence[RunInfo]) -> None:

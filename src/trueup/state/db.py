@@ -248,8 +248,12 @@ class Database:
             try:
                 self._pg = psycopg.connect(_libpq_url(url), autocommit=True)
             except psycopg.OperationalError as exc:
-                raise UsageError(
-                    f"cannot connect to the state database {redact_url(url)}: {exc}".strip()
+                # No answer, or a refusal: the store cannot be opened (exit 6, as the
+                # README's exit codes say), not a mistake in the command (2).
+                raise StoreUnavailable(
+                    f"cannot connect to the state database {redact_url(url)}: {exc}".strip(),
+                    hint="check that the server runs and accepts this user, "
+                    "or point --state / TRUEUP_STATE at another store",
                 ) from None
             except psycopg.ProgrammingError as exc:  # libpq could not parse it
                 reason = _password_hidden(str(exc).strip(), url)
