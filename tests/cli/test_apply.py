@@ -17,3 +17,15 @@ def test_apply_without_yes_or_a_terminal_changes_nothing(world: World, profile: 
     refused = world.run("apply", profile, "--root", str(world.root))
     assert refused.code != 0
     assert not world.target("x").exists()
+
+
+def test_the_hint_to_type_the_name_is_not_shown_once_it_was_typed(
+    world: World, profile: str
+) -> None:
+    world.target("x").write_text("a person's own text\n")
+    root = str(world.root)
+    asked = world.run("apply", profile, "--root", root, "--no-input")
+    assert asked.code == 3 and "types the target's name" in asked.out, asked.out
+    done = world.run("apply", profile, "--root", root, "--yes", "--confirm", "P")
+    assert done.code == 0, done.err
+    assert "(destroys)" in done.out and "types the target's name" not in done.out, done.out

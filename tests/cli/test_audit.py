@@ -27,3 +27,9 @@ def test_audit_verify_passes_an_intact_log_and_fails_an_edited_one(
         db.execute("UPDATE audit SET outcome = 'failure' WHERE seq = 1")
     db.close()
     assert world.run("audit", "verify").code == 7
+
+
+def test_audit_list_has_a_header_over_its_columns(world: World, profile: str) -> None:
+    assert world.run("plan", profile, "--root", str(world.root)).code == 0
+    first = world.run("audit", "list").out.splitlines()[0]
+    assert first.split() == ["seq", "at", "(UTC)", "event", "outcome", "actor", "target"], first

@@ -224,9 +224,15 @@ def test_fields_not_yet_true_give_one_outcome_everywhere(org: OrgWorld) -> None:
     assert applied.code == 3, applied.out + applied.err
     assert applied.json["status"] == "human-action-required"
     assert applied.json["data"]["apply"]["run"]["outcome"] == "human-action-required"
-    assert applied.json["message"].startswith("not yet true: "), applied.json["message"]
+    message = applied.json["message"]
+    assert message.startswith("waiting for a person: "), message
+    # Never "not yet true: ...: verified", which reads as if it were verified.
+    assert "not verified yet" in message and not message.endswith("verified"), message
     text = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
     assert text.code == 3 and "converged" not in text.out, text.out
+    assert "not yet true" not in text.out and "not verified yet" in text.out, text.out
+    recorded = org.run("org", "status")
+    assert "not yet true" not in recorded.out and "not verified yet" in recorded.out
 
 
 def test_objects_left_in_a_renamed_identity_org_are_forgotten_not_called_gone(

@@ -42,28 +42,45 @@ def audit_list(
         from trueup import audit, authz
 
         engine = engine_for(state)
-        visible = first_visible(
+        entries = first_visible(
             lambda offset, page: audit.entries(engine.store, target, event, page, offset),
             lambda r: authz.allowed(engine.store, engine.actor, "plan", r.target_key),
             limit,
         )
         if json_out:
-            out.envelope("ok", 0, f"{len(visible)} entries", [r.to_json() for r in visible])
+            out.envelope("ok", 0, f"{len(entries)} entries", [r.to_json() for r in entries])
             return 0
-        if not visible:
+        if not entries:
             out.print("no audit entries")
             return 0
-        from rich.markup import escape
+        from rich.text import Text
+
+        from trueup.cli.output import visible
+        from trueup.cli.render import print_columns
+        from trueup.redact import redact
+
+        def shown(text: str) -> str:
+            return visible(redact(text))
 
         style = {"success": "green", "refused": "yellow", "failed": "red"}
-        for r in visible:
+        rows = []
+        for r in entries:
             who = f"{'user' if r.actor['type'] == 'human' else 'service'}:{r.actor['id']}"
-            why = f"  [dim]{escape(r.reason)}[/]" if r.reason else ""
-            out.print(
-                f"{r.seq:>6}  {r.at[:19].replace('T', ' ')}  {r.event:<14} "
-                f"[{style.get(r.outcome, '')}]{r.outcome:<8}[/] {escape(who)}  "
-                f"{escape(r.target_key)}{why}"
+            target_text = Text(shown(r.target_key))
+            if r.reason:
+                target_text.append(f"  {shown(r.reason)}", style="dim")
+            rows.append(
+                (
+                    Text(str(r.seq)),
+                    Text(r.at[:19].replace("T", " ")),
+                    Text(r.event),
+                    Text(r.outcome, style=style.get(r.outcome, "")),
+                    Text(shown(who)),
+                    target_text,
+                )
             )
+        header = ("seq", "at (UTC)", "event", "outcome", "actor", "target")
+        print_columns(out.console, header, rows)
         return 0
 
     run_command(out, body)

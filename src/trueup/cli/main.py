@@ -33,9 +33,25 @@ if TYPE_CHECKING:
     from trueup.model import Plan
     from trueup.targets.profile import Prepared
 
+#: The exit codes, as the README lists them: scripts branch on them.
+EXIT_CODES = "\n\n".join(  # typer's help keeps a line per paragraph
+    [
+        "Exit codes:",
+        "  0  converged, success",
+        "  1  internal error (a bug in trueup)",
+        "  2  usage or configuration (nothing was changed)",
+        "  3  a person must act (status: changes pending; a name to type)",
+        "  4  drift, conflict, stale plan, or the target is locked by another run",
+        "  5  not authorised",
+        "  6  transport: a provider or the state store cannot be reached, opened or used",
+        "  7  apply or verification failed, or the run was interrupted (trueup recover)",
+    ]
+)
+
 app = typer.Typer(
     name="trueup",
     help="Make reality match a declaration, safely: plan, apply behind gates, verify, record.",
+    epilog=EXIT_CODES,
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -207,7 +223,12 @@ def apply(
         prepared, expected = pipeline.prepare_apply(file, overwrite or (), saved)
         engine.refuse_if_locked(prepared.target, prepared.plan.digest)
         if not json_out:
-            render_plan(out.console, expected, lambda a: engine.preview(prepared, a))
+            render_plan(
+                out.console,
+                expected,
+                lambda a: engine.preview(prepared, a),
+                confirmed=confirm is not None,
+            )
         if not expected.changes:
             pipeline.apply(prepared, expected)
             outcome = outcome_of(expected.actions)

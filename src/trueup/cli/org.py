@@ -135,7 +135,7 @@ def org_apply(
             saved = open_saved(engine.base, file, "org")
             prepared, expected = engine.pipeline.prepare_apply(file, overwrite or (), saved)
             if not json_out:
-                render_org_plan(out.console, prepared, expected, False)
+                render_org_plan(out.console, prepared, expected, False, confirm is not None)
             consent = ask_consent(
                 expected,
                 out,

@@ -17,6 +17,7 @@ from trueup.cli.render import MAX_ROWS, action_row, overwrite_command, print_col
 from trueup.errors import ExitCode
 from trueup.model import ActionType, Outcome, Plan, plan_status
 from trueup.redact import redact
+from trueup.targets.org_records import unmet
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -61,7 +62,14 @@ def org_summary(plan: Plan, unmanaged: int) -> str:
     return ", ".join(parts or ["nothing declared"]) + f"; {unmanaged} unmanaged"
 
 
-def render_org_plan(console: Console, prepared: OrgPrepared, plan: Plan, show_noop: bool) -> None:
+def render_org_plan(
+    console: Console,
+    prepared: OrgPrepared,
+    plan: Plan,
+    show_noop: bool,
+    confirmed: bool = False,
+) -> None:
+    """The org's plan; ``confirmed``: the name was typed already, so no hint to type it."""
     from rich.markup import escape
     from rich.text import Text
 
@@ -94,7 +102,7 @@ def render_org_plan(console: Console, prepared: OrgPrepared, plan: Plan, show_no
             f"the declared one, run: {escape(overwrite_command(plan, drifted))}[/]"
         )
     risky = [a for a in plan.actions if a.destroys or a.migrates]
-    if risky:
+    if risky and not confirmed:
         console.print(
             f"[red]{len(risky)} step(s) destroy or migrate data: apply needs "
             f"--confirm {escape(repr(target.name))} (the org's name, typed exactly).[/]"
@@ -141,7 +149,7 @@ def render_org_result(console: Console, result: OrgApplied) -> None:
     else:
         console.print(f"nothing to change: {result.outcome.value}")
     for field in result.state.failed_fields[:MAX_ROWS]:
-        console.print(_line("not yet true", "yellow", field))
+        console.print(_line("waiting", "yellow", unmet(field)))
     if result.outcome is Outcome.FAILED:
         console.print("next: fix the cause, then apply again: completed steps are not repeated")
 
@@ -223,7 +231,7 @@ def show_recorded_status(out: Output, engine: OrgEngine) -> int:
         out.print("no org applied yet. Start with: trueup org plan ORG.toml")
         return int(code)
     table = Table(box=None, header_style="bold")
-    for column in ("org", "last applied", "outcome", "not yet true", "drift"):
+    for column in ("org", "last applied", "outcome", "waiting", "drift"):
         table.add_column(column, overflow="fold")  # ids and keys whole, never cut short
     for key, state in states:
         table.add_row(
@@ -236,6 +244,6 @@ def show_recorded_status(out: Output, engine: OrgEngine) -> int:
     out.print(table)
     for _, state in states:
         for field in state.failed_fields:
-            out.print(_line("not yet true", "yellow", f"{state.org_id}: {field}"))
+            out.print(_line("waiting", "yellow", f"{state.org_id}: {unmet(field)}"))
     print_blocked(out, runs)
     return int(code)

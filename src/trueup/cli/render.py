@@ -106,8 +106,13 @@ def plan_summary(plan: Plan) -> str:
 
 
 def render_plan(
-    console: Console, plan: Plan, preview: Callable[[Action], str] | None, show_noop: bool = False
+    console: Console,
+    plan: Plan,
+    preview: Callable[[Action], str] | None,
+    show_noop: bool = False,
+    confirmed: bool = False,
 ) -> None:
+    """A plan for people; ``confirmed``: the name was typed (--confirm), so no hint to type it."""
     from rich.markup import escape
 
     console.print(
@@ -147,7 +152,7 @@ def render_plan(
             "as it is: delete it by hand (trueup then forgets it), or declare it again.[/]"
         )
     risky = [a.resource_id for a in plan.actions if a.destroys or a.migrates]
-    if risky:
+    if risky and not confirmed:
         from trueup.execute.gates import confirm_command
 
         console.print(

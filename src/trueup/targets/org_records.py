@@ -192,9 +192,26 @@ def not_yet(state: OrgState) -> str:
     """What keeps an applied org from being converged, in one line (or nothing)."""
     if not state.failed_fields:
         return ""
-    first = state.failed_fields[0]
+    first = unmet(state.failed_fields[0])
     more = len(state.failed_fields) - 1
-    return f"not yet true: {first}" + (f" (and {more} more)" if more else "")
+    return f"waiting for a person: {first}" + (f" (and {more} more)" if more else "")
+
+
+#: How a field that is not yet as declared reads: "not yet true: x: verified"
+#: read as if x were verified.
+_UNMET = {
+    "verified": "not verified yet (its recipient must confirm the address)",
+    "needs a person": "needs a person",
+}
+
+
+def unmet(entry: str) -> str:
+    """``"RESOURCE: field"`` (a declared field not yet true) in words that say it is not."""
+    resource, sep, name = entry.rpartition(": ")
+    if not sep:
+        resource, name = entry, ""
+    said = _UNMET.get(name, f"{name} not as declared yet" if name else "not as declared yet")
+    return f"{resource}: {said}"
 
 
 def _checkpoints(
