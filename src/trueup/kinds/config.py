@@ -13,14 +13,15 @@ import math
 import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from trueup.errors import UsageError
+from trueup.errors import ConflictError, UsageError
 from trueup.fs import ReadOnlyFS
-from trueup.kinds import config_edit
-from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext
+from trueup.kinds import config_edit, config_link
+from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext, Touched
 from trueup.kinds.config_keys import config_format, keys_digest, load_config, spelt
 from trueup.kinds.config_plan import plan_keys
 from trueup.kinds.formats import (
@@ -60,6 +61,21 @@ def config_fields() -> type[BaseModel]:
             default=None,
             description="true: every declared value is secret; a list: those keys' values",
         )
+        follow_links: list[str] = Field(
+            default_factory=list,
+            description="folders a symlink at the target may lead into (a dotfiles "
+            "manager's); the file it leads to is edited, the link stays",
+        )
+
+        @field_validator("follow_links")
+        @classmethod
+        def _folders(cls, folders: list[str]) -> list[str]:
+            for folder in folders:
+                if not folder or "\0" in folder:
+                    raise ValueError("a folder is a non-empty path without NUL characters")
+                if folder.strip("/") == "":
+                    raise ValueError("name the folder links lead into (a dotfiles folder), not /")
+            return folders
 
         @field_validator("keys", "overlay")
         @classmethod
@@ -185,6 +201,8 @@ class ConfigKind(Kind):
         }
         if secret:
             spec["secret"] = secret
+        if fields.get("follow_links"):  # only when declared: older specs stay as they were
+            spec["follow_links"] = sorted(set(fields["follow_links"]))
         return spec
 
     def secret_literal(self, fields: Mapping[str, Any]) -> bool:
@@ -200,12 +218,22 @@ class ConfigKind(Kind):
 
     # -- observe ------------------------------------------------------------
     def observe(self, resource: Resource, ctx: ObserveContext) -> Observed:
-        path = ctx.path(resource.target)
+        path = ctx.path_str(resource.target)
         entry = ctx.fs.entry(path)
         if entry is None:
             return ABSENT
+        linked = None
+        if entry.state == "symlink":  # a dotfiles manager's link: edited through if allowed
+            found = config_link.follow(resource, ctx, path, entry.link or "")
+            if isinstance(found, str):
+                return Observed("symlink", None, {"reason": found})
+            linked, path = found, found["path"]
+            entry = ctx.fs.entry(path)
+            if entry is None:
+                reason = f"{resource.target} is a symlink to {path}, which does not exist"
+                return Observed("symlink", None, {"reason": reason, "linked": linked})
         if entry.state != "file":
-            return Observed(entry.state)
+            return Observed(entry.state, None, {"linked": linked} if linked else {})
         try:
             text = ctx.fs.read_bytes(path).decode("utf-8")
             doc = load_config(resource, text)
@@ -236,6 +264,8 @@ class ConfigKind(Kind):
             if value is not MISSING and doc.inherited(key_path):
                 inherited.append(key)
         detail: dict[str, Any] = {"declared": declared, "flat": flat, "file_digest": entry.digest}
+        if linked:  # where the link led: the plan's identity covers it
+            detail["linked"] = linked
         if inherited:
             detail["inherited"] = inherited
         kept_whole = doc.kept_whole()
@@ -253,7 +283,11 @@ class ConfigKind(Kind):
         applied: Applied | None,
         force: bool = False,
     ) -> Decision:
-        return plan_keys(resource, observed, applied, force)
+        decision = plan_keys(resource, observed, applied, force)
+        linked = observed.detail.get("linked")
+        if linked and decision.type.applies:  # apply edits there, and only there
+            return replace(decision, payload={**decision.payload, "linked": linked})
+        return decision
 
     # -- restructured trees (plan/restructure.py's PathKind) -----------------
     # A config file is edited in place, keys it does not own stay: its removal
@@ -285,8 +319,12 @@ class ConfigKind(Kind):
         )
 
     # -- execute (config_edit.py) --------------------------------------------
+    def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> Touched:
+        # Through a link: the file it leads to is what changes, and what a restore puts back.
+        return Touched([config_link.edited_path(action, resource, ctx)])
+
     def apply(self, action: Action, resource: Resource, ctx: ApplyContext) -> None:
-        config_edit.apply(action, resource, ctx)
+        config_edit.apply(action, resource, ctx, config_link.edited_path(action, resource, ctx))
 
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
         return config_edit.verify(action, resource, self.observe(resource, ctx))
@@ -297,7 +335,11 @@ class ConfigKind(Kind):
     def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
         # Secret values, declared or live (a person's own token beside trueup's keys).
         live = self.observe(resource, ctx).detail.get("flat", {})
-        return config_edit.preview(action, resource, ctx, live)
+        try:
+            path = config_link.edited_path(None, resource, ctx)
+        except ConflictError:  # a link trueup does not edit through: nothing to show
+            return ""
+        return config_edit.preview(action, resource, ctx, live, path)
 
 
 def _marked_secret(key: str, marked: object) -> bool:

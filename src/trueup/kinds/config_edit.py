@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from trueup.errors import UsageError
@@ -31,7 +30,7 @@ from trueup.model import Action, ActionType, Evidence, Observed, Resource
 from trueup.sealing import holds_sealed, mask, opened, unsealed_leaves
 
 
-def _new_text(action: Action, resource: Resource, fs: ReadOnlyFS, path: Path) -> str:
+def _new_text(action: Action, resource: Resource, fs: ReadOnlyFS, path: str) -> str:
     try:
         return _edit(action, resource, fs, path)
     except (KeyPathError, UnsupportedValueError) as exc:
@@ -40,7 +39,7 @@ def _new_text(action: Action, resource: Resource, fs: ReadOnlyFS, path: Path) ->
         ) from None
 
 
-def _edit(action: Action, resource: Resource, fs: ReadOnlyFS, path: Path) -> str:
+def _edit(action: Action, resource: Resource, fs: ReadOnlyFS, path: str) -> str:
     entry = fs.entry(path)
     there = entry is not None and entry.state == "file"  # "blocked": a file trueup removes first
     current = fs.read_bytes(path).decode("utf-8") if there else ""
@@ -104,17 +103,19 @@ def _as_it_was(resource: Resource, text: str, original: str, doc: ConfigDocument
     return None
 
 
-def _outcome(action: Action, resource: Resource, fs: ReadOnlyFS, path: Path) -> str | None:
+def _outcome(action: Action, resource: Resource, fs: ReadOnlyFS, path: str) -> str | None:
     """The file's new text, or ``None`` when it goes: trueup made it and nothing is left."""
     text = _new_text(action, resource, fs, path)
     dropped = action.type is ActionType.REMOVE_RESOURCE and action.payload.get("file_made")
     return None if dropped and text.strip() in ("", "{}") else text
 
 
-def apply(action: Action, resource: Resource, ctx: ApplyContext) -> None:
-    path = ctx.path(resource.target)
+def apply(action: Action, resource: Resource, ctx: ApplyContext, path: str) -> None:
+    """Stage the edit of ``path``: the target, or the file a link there leads to."""
     entry = ctx.fs.entry(path)
     text = _outcome(action, resource, ctx.fs, path)
+    if text is None and action.payload.get("linked"):
+        text = ""  # a link's file stays, emptied: the link is the person's, and leads there
     if text is None:
         ctx.writer.remove(path)
     elif entry is None and holds_sealed(resource.spec["keys"]):
@@ -155,10 +156,10 @@ def record(action: Action, resource: Resource) -> Mapping[str, Any] | None:
 
 
 def preview(
-    action: Action, resource: Resource, ctx: ObserveContext, live: Mapping[str, Any]
+    action: Action, resource: Resource, ctx: ObserveContext, live: Mapping[str, Any], path: str
 ) -> str:
-    """The diff of the file; ``live``: its values as observed, whose secrets are masked."""
-    path = ctx.path(resource.target)
+    """The diff of the file at ``path`` (the target, or the file its link leads to);
+    ``live``: its values as observed, whose secrets are masked."""
     entry = ctx.fs.entry(path)
     old = ctx.fs.read_bytes(path) if entry is not None and entry.state == "file" else None
     text = _outcome(action, resource, ctx.fs, path)
