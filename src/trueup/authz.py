@@ -116,8 +116,12 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def resolve_actor(store: Store, claim: str | None, token: str | None) -> Actor:
-    """The acting identity: a token proves a service; a claim names one; else the OS user."""
+def resolve_actor(store: Store, claim: str | None, token: str | None, named: bool = False) -> Actor:
+    """The acting identity: a token proves a service; a claim names one; else the OS user.
+
+    ``named`` (the command line): a claimed service must be one a grant or a
+    token names, so that a typo never acts, or is audited, as nobody at all.
+    """
     if token:
         row = store.db.one(
             "SELECT actor FROM actor_tokens WHERE token_hash = :h", {"h": token_hash(token)}
@@ -154,6 +158,15 @@ def resolve_actor(store: Store, claim: str | None, token: str | None) -> Actor:
             raise NotAuthorizedError(
                 f"{actor.key} has a token: acting as it needs {TOKEN_ENV}",
                 hint=f"set {TOKEN_ENV} to the token issued for {actor.key}",
+            )
+        known = store.db.one("SELECT actor FROM grants WHERE actor = :a", {"a": actor.key})
+        if named and known is None:
+            first = store.db.one("SELECT actor FROM grants") is None
+            yourself = f"trueup grant add {os_actor().key} admin '*', then " if first else ""
+            raise NotAuthorizedError(
+                f"--actor {actor.key}: no grant or token names this service",
+                hint=f"an admin names it first: {yourself}"
+                f"trueup grant add {actor.key} apply 'TARGET'",
             )
         return actor
     return os_actor()

@@ -32,6 +32,10 @@ class Session:
     a usage error) stay fast; the actor is resolved once, on first use too.
     """
 
+    #: Whether a claimed service must be named by a grant or a token (the command
+    #: line sets it: a mistyped ``--actor`` is refused rather than acting as nobody).
+    claims_named = False
+
     def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
         self._store: Store | None = store
@@ -59,7 +63,7 @@ class Session:
             claim = self.settings.actor if self.settings.actor != authz.os_user_name() else None
             token = os.environ.get(authz.TOKEN_ENV)
             try:
-                self._actor = authz.resolve_actor(self.store, claim, token)
+                self._actor = authz.resolve_actor(self.store, claim, token, self.claims_named)
             except NotAuthorizedError as exc:
                 audit.record(
                     self.store,

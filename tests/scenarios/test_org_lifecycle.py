@@ -157,6 +157,8 @@ def test_destroying_steps_need_the_typed_name(org: OrgWorld) -> None:
 
 def test_an_unauthorised_actor_is_refused(org: OrgWorld) -> None:
     assert org.run("grant", "add", ME, "admin", "*").code == 0
+    # Named by a grant (an unnamed actor is refused outright), but not for this org.
+    assert org.run("grant", "add", "service:ci", "plan", "profile:*").code == 0
     refused = org.run("org", "apply", org.path, "--confirm", "Acme Inc", actor="ci")
     assert refused.code == 5 and "service:ci may not apply org:acme@acme.test" in refused.err
     assert org.run("org", "plan", org.path, actor="ci").code == 5

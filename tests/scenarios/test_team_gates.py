@@ -72,6 +72,8 @@ def team(world: World, store_url: str) -> Team:
 
 def test_unauthorised_plan_and_apply_are_refused_first_and_audited(team: Team) -> None:
     assert team.run("grant", "add", ME, "admin", "*").code == 0
+    # Named by a grant (an unnamed actor is refused outright), but not for this target.
+    assert team.run("grant", "add", "service:ci", "plan", "profile:other@*").code == 0
     plan = team.plan(actor="ci")
     assert plan.code == 5 and "service:ci may not plan profile:ws@" in plan.err
     apply = team.apply("--yes", actor="ci")
@@ -208,6 +210,7 @@ def test_recover_and_abandon_are_audited(team: Team) -> None:
 def test_grant_and_token_changes_and_every_refusal_are_audited(team: Team) -> None:
     assert team.run("grant", "add", ME, "admin", "*").code == 0
     assert team.run("token", "create", "service:deploy").code == 0
+    assert team.run("grant", "add", "service:bob", "plan", "profile:other@*").code == 0
     assert team.run("grant", "add", "service:bob", "admin", "*", actor="bob").code == 5
     assert team.run("grant", "list", actor="bob").code == 5
     assert team.run("token", "create", "service:b", actor="bob").code == 5
@@ -218,6 +221,7 @@ def test_grant_and_token_changes_and_every_refusal_are_audited(team: Team) -> No
     assert rows == [
         ("grant.added", "success", me),
         ("token.created", "success", me),
+        ("grant.added", "success", me),
         ("grant.added", "refused", "bob"),
         ("grants.read", "refused", "bob"),
         ("token.created", "refused", "bob"),

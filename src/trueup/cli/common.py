@@ -69,9 +69,11 @@ def engine_for(state: str | None, max_file_bytes: int | None = None) -> Engine:
     from trueup.settings import Settings
 
     engine = Engine(Settings.from_env(state=state, max_file_bytes=max_file_bytes))
-    if os.environ.get("TRUEUP_TOKEN"):
-        # A token that is not (or no longer) known is refused at once, whatever the
-        # command would have read: not only once a target is there to be guarded.
+    engine.claims_named = True  # a mistyped --actor is refused, not taken as a new service
+    if os.environ.get("TRUEUP_TOKEN") or os.environ.get("TRUEUP_ACTOR"):
+        # A token that is not (or no longer) known, or a service nothing names, is
+        # refused at once, whatever the command would have read: not only once a
+        # target is there to be guarded.
         _ = engine.actor
     return engine
 
