@@ -29,3 +29,22 @@ def test_the_hint_to_type_the_name_is_not_shown_once_it_was_typed(
     done = world.run("apply", profile, "--root", root, "--yes", "--confirm", "P")
     assert done.code == 0, done.err
     assert "(destroys)" in done.out and "types the target's name" not in done.out, done.out
+
+
+def test_a_root_that_does_not_exist_is_made_with_yes_and_named_without(
+    world: World, profile: str
+) -> None:
+    missing = world.base / "new" / "home"
+    refused = world.run("apply", profile, "--root", str(missing))
+    assert refused.code == 2, refused.err
+    assert f"root {missing} does not exist; nothing was changed" in refused.err
+    assert f"trueup apply {profile} --root {missing} --yes" in refused.err, refused.err
+    assert not missing.exists()
+    unattended = world.run("apply", profile, "--root", str(missing), "--no-input")
+    assert unattended.code == 2 and not missing.exists(), unattended.err
+    planned = world.run("plan", profile, "--root", str(missing))
+    assert planned.code == 2 and "mkdir -p" in planned.err and "--yes" in planned.err
+    made = world.run("apply", profile, "--root", str(missing), "--yes")
+    assert made.code == 0, made.err
+    assert f"created root {missing}" in made.err
+    assert (missing / "x").read_text() == "c"

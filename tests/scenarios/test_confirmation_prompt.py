@@ -95,3 +95,33 @@ def test_with_json_ctrl_c_at_the_question_prints_an_error_envelope(world: World)
     code, out, _ = finish(process, main)
     assert code == 2
     assert "cancelled" in json.loads(out)["message"]
+
+
+def test_a_missing_root_is_offered_at_a_terminal_and_made_on_yes(world: World) -> None:
+    missing = world.base / "fresh"
+    main, terminal = os.openpty()
+    profile = str(world.write("p.toml", ONE_FILE))
+    process = subprocess.Popen(
+        [TRUEUP, "apply", profile, "--root", str(missing)],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        env=world.env(),
+        cwd=world.base,
+    )
+    os.close(terminal)
+    seen, deadline = b"", time.monotonic() + 60
+    while b"create it? [y/N]" not in seen:
+        assert time.monotonic() < deadline, seen
+        if select.select([main], [], [], 1)[0]:
+            seen += os.read(main, 4096)
+    assert f"root {missing} does not exist".encode() in seen
+    os.write(main, b"y\n")
+    while b"[y/N]" not in seen.split(b"create it? [y/N]", 1)[1]:  # then the plan's question
+        assert time.monotonic() < deadline, seen
+        if select.select([main], [], [], 1)[0]:
+            seen += os.read(main, 4096)
+    os.write(main, b"y\n")
+    code, out, _ = finish(process, main)
+    assert code == 0, out
+    assert (missing / "x").read_text() == "c"

@@ -96,6 +96,35 @@ def run_command(out: Output, body: Callable[[], int]) -> NoReturn:
     raise typer.Exit(code)
 
 
+def missing_root(out: Output, root: Path, yes: bool, interactive: bool) -> None:
+    """Make ``root`` when it does not exist and the person agrees; else exit 2 saying how.
+
+    ``--yes`` makes it; on a terminal the person is asked; anything else (a
+    timer, CI, a pipe) stops with nothing changed and the command that makes it.
+    """
+    import shlex
+
+    from trueup.cli.output import rerun_with
+
+    where = root.expanduser()
+    if where.exists() or where.is_symlink():
+        return  # not a folder, or a dangling link: the profile target says what is wrong
+    asked = yes or (interactive and out.confirm(f"root {where} does not exist; create it?"))
+    if not asked:
+        raise UsageError(
+            f"root {where} does not exist; nothing was changed",
+            hint=f"create it with this apply: {rerun_with('--yes')}   "
+            f"(or: mkdir -p {shlex.quote(str(where))})",
+        )
+    try:
+        where.mkdir(parents=True)
+    except OSError as exc:
+        from trueup.errors import os_problem
+
+        raise UsageError(f"root {where} cannot be created: {os_problem(exc)}") from None
+    out.err.print(f"created root {where}", markup=False, highlight=False)
+
+
 def root_or_home(root: Path | None) -> Path:
     """``--root``, else the user's home: where a profile's targets live by default."""
     return root if root is not None else Path.home()

@@ -19,6 +19,7 @@ from trueup.cli.common import (
     RootOpt,
     StateOpt,
     engine_for,
+    missing_root,
     root_or_home,
     run_app,
     run_command,
@@ -219,6 +220,7 @@ def apply(
         engine = engine_for(state, max_file_bytes)
         saved = open_saved(engine, file, "profile", root, overwrite or ())
         where = Path(saved.target.location) if saved is not None else root_or_home(root)
+        missing_root(out, where, yes, sys.stdin.isatty() and not no_input)
         pipeline = engine.pipeline(where)
         prepared, expected = pipeline.prepare_apply(file, overwrite or (), saved)
         engine.refuse_if_locked(prepared.target, prepared.plan.digest)

@@ -305,7 +305,10 @@ def observe_all(
 def _checked_root(root: Path) -> Path:
     root = root.expanduser()
     if not root.exists():
-        raise UsageError(f"root {root} does not exist", hint=f"create it first: mkdir -p {root}")
+        raise UsageError(
+            f"root {root} does not exist",
+            hint=f"create it first: mkdir -p {root}   (or apply with --yes, which creates it)",
+        )
     if not root.is_dir():
         raise UsageError(f"root {root} is not a directory")
     return Path(os.path.realpath(root))
