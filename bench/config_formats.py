@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 
 from trueup.kinds.formats import load, parse_key_path
+from trueup.kinds.formats import yaml as yaml_format
 
 _SERVICE = """\
 # Service {i}: the settings below are read by the deployment tooling.
@@ -92,7 +93,11 @@ def json_text(megabytes: float) -> str:
 
 
 def plan_once(fmt: str, text: str, keys: dict[str, object]) -> str:
-    """What planning a config resource does with the file: observe, then render the edit."""
+    """What planning a config resource does with the file: observe, then render the edit.
+
+    Each run starts as a fresh process would: nothing read before is remembered.
+    """
+    yaml_format.clear_cache()
     doc = load(fmt, text, origin=f"bench.{fmt}")
     doc.keys_flat()
     for key in keys:

@@ -8,9 +8,20 @@ paragraph changes text the person wrote and reviews in every diff.
 
 from __future__ import annotations
 
+import pytest
 from realconfigs import corpus
 
 from trueup.kinds.formats import load
+from trueup.kinds.formats import yaml as yaml_format
+
+
+@pytest.fixture(autouse=True, params=["whole", "sections"])
+def yaml_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: the whole round trip, and a top-level section at a time (as
+    large files are read and edited: see ``_SectionedYamlDocument``)."""
+    monkeypatch.setattr(yaml_format, "SECTIONS_FROM", 0 if request.param == "sections" else 2**62)
+    yaml_format.clear_cache()
+    return str(request.param)
 
 
 def edited(text: str, path: tuple[str, ...], value: object) -> str:

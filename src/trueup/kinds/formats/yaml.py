@@ -701,14 +701,28 @@ def _reindent(line: str, near: list[tuple[int, int]], after: list[tuple[int, int
 
 
 class YamlDocument(BaseDocument):
-    """A YAML file whose top level is a mapping (or empty)."""
+    """A YAML file whose top level is a mapping (or empty).
 
-    def __init__(self, text: str, origin: str) -> None:
+    A large file (:data:`SECTIONS_FROM`) is a :class:`_SectionedYamlDocument` when
+    the C parser can cut it into top-level sections: see there.
+    """
+
+    def __new__(cls, text: str, origin: str, *, indent_from: str | None = None) -> YamlDocument:
+        if cls is YamlDocument and indent_from is None and len(text) >= SECTIONS_FROM:
+            scan = _scan(text[1:] if text.startswith(_BOM) else text, origin)
+            if scan is not None:
+                document = object.__new__(_SectionedYamlDocument)
+                document._scan = scan
+                return document
+        return object.__new__(cls)
+
+    def __init__(self, text: str, origin: str, *, indent_from: str | None = None) -> None:
         super().__init__(text, origin)
         # ruamel drops a byte-order mark; it is put back in front of any edit.
         self._bom = _BOM if text.startswith(_BOM) else ""
         text = text[len(self._bom) :]
-        self._yaml = _make_yaml(text)
+        # A section of a larger file is indented like the whole file.
+        self._yaml = _make_yaml(text if indent_from is None else indent_from)
         # A file with no keys (empty, or comments only): kept as it was above the
         # first new key, and given back as it was once no key is left.
         self._head: str | None = None
@@ -963,7 +977,8 @@ def _spans_lines(node: CommentedMap) -> bool:
     start = getattr(node.lc, "line", None)
     if start is None:
         return False
-    return any(node.lc.key(key)[0] != start for key in node if key in node.lc.data)
+    lines = node.lc.data or {}  # none for a tagged flow mapping (`!Custom {a: 1}`)
+    return any(node.lc.key(key)[0] != start for key in node if key in lines)
 
 
 def _key_column(mapping: CommentedMap, key: Any) -> int | None:
@@ -976,3 +991,369 @@ def _key_column(mapping: CommentedMap, key: Any) -> int | None:
 
 def _with_newline(text: str, newline: str) -> str:
     return text.replace("\r\n", "\n").replace("\n", newline)
+
+
+# --- large files -----------------------------------------------------------------
+#
+# ruamel's round trip is pure Python: about 3.5 s to read a 1 MB file and 2 s to
+# write it, several times per plan. A large file is read by ruamel's C parser
+# instead (libyaml through ruamel.yaml.clib, resolved by ruamel's own YAML 1.2
+# rules), once per text in a process, and cut at its top-level keys. Only the
+# sections an operation is about go through the round trip, as a small document of
+# their own, and an edited section's text is spliced back between the untouched
+# ones. Sections joined by an anchor and its aliases are always taken together, so
+# each small document means what those lines mean in the whole file.
+
+SECTIONS_FROM = 128 * 1024  # characters; smaller files take the whole round trip
+_SCANS: dict[str, _Scan | None] = {}  # the last few texts read: one plan reads a file often
+_SCANS_KEPT = 4
+_NOT_LINE_BREAKS = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
+
+
+class _Scan:
+    """What the C parser found in a large file: values and top-level sections."""
+
+    def __init__(self, text: str, data: dict[str, object], keys: list[str], lines: list[int]):
+        self.data = data  # the whole document as plain values
+        self.keys = keys  # each section's top-level key as a key path spells it, in order
+        self.raw = list(data)  # ... and as the file spells it (``1``, ``null``)
+        self.index = {key: number for number, key in enumerate(keys)}
+        offsets = [0, *(match.end() for match in re.finditer("\n", text))]
+        starts = [offsets[line] for line in lines]
+        self.head = text[: starts[0]]  # comments, `---`: never edited
+        self.texts = [text[a:b] for a, b in itertools.pairwise([*starts, len(text)])]
+        self.spans: list[tuple[int, int]] = [(n, n) for n in range(len(keys))]
+        self.candidates: set[int] = set()  # sections kept_whole may report something in
+
+    def join(self, first: int, second: int) -> None:
+        """Sections ``first`` and ``second`` share an anchor: they go together."""
+        lo = min(self.spans[first][0], self.spans[second][0])
+        hi = max(self.spans[first][1], self.spans[second][1])
+        for number in range(lo, hi + 1):
+            self.spans[number] = (lo, hi)
+
+    def hull(self, lo: int, hi: int) -> tuple[int, int]:
+        """The sections from ``lo`` to ``hi`` and every section an anchor joins them to."""
+        while True:
+            new_lo = min(self.spans[n][0] for n in range(lo, hi + 1))
+            new_hi = max(self.spans[n][1] for n in range(lo, hi + 1))
+            if (new_lo, new_hi) == (lo, hi):
+                return lo, hi
+            lo, hi = new_lo, new_hi
+
+
+def _scan(text: str, origin: str) -> _Scan | None:
+    """The file read by the C parser, or ``None`` when it must take the whole round trip.
+
+    That is when the C parser is missing or reads it differently (an error ruamel
+    reports better), and for shapes a section cannot stand for: directives, several
+    documents, a top level that is not a block mapping of plain keys starting
+    lines at column 0, a merge key at the top level, line breaks other than
+    ``\\n`` and ``\\r\\n``.
+    """
+    if text in _SCANS:
+        return _SCANS[text]
+    try:
+        scan = _read_sections(text)
+    except ConfigError:
+        raise
+    except Exception:  # any doubt: the round trip decides, and reports
+        scan = None
+    while len(_SCANS) >= _SCANS_KEPT:
+        del _SCANS[next(iter(_SCANS))]
+    _SCANS[text] = scan
+    if scan is not None:
+        too_many = alias_bomb(scan.data, len(text))
+        if too_many:
+            raise ConfigError(too_many, origin=origin)
+    return scan
+
+
+def clear_cache() -> None:
+    """Forget the large files read so far (a bench measures a fresh process)."""
+    _SCANS.clear()
+
+
+def _fast_yaml() -> YAML | None:
+    from ruamel.yaml.main import CParser  # type: ignore[attr-defined]
+
+    if CParser is None:
+        return None
+    yaml = YAML(typ="safe", pure=False)
+    # Tags ruamel keeps as they are: their values, as the round trip reads them.
+    yaml.constructor.add_constructor(None, _construct_tagged)
+    yaml.constructor.add_constructor("tag:yaml.org,2002:omap", _construct_omap)
+    for tag in ("set", "pairs"):
+        yaml.constructor.add_constructor(f"tag:yaml.org,2002:{tag}", _refuse)
+    return yaml
+
+
+def _construct_tagged(constructor: Any, node: Any) -> object:
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+
+    if isinstance(node, MappingNode):
+        return constructor.construct_mapping(node, deep=True)
+    if isinstance(node, SequenceNode):
+        return constructor.construct_sequence(node, deep=True)
+    return str(constructor.construct_scalar(node))
+
+
+def _construct_omap(constructor: Any, node: Any) -> object:
+    steps = constructor.construct_yaml_omap(node)
+    omap = next(steps)
+    for _ in steps:  # the second step fills it
+        pass
+    return dict(omap)
+
+
+def _refuse(constructor: Any, node: Any) -> object:
+    """A tag the round trip reads its own way (``!!set`` as text): it decides."""
+    raise ValueError(f"{node.tag} is read by the round trip")
+
+
+def _read_sections(text: str) -> _Scan | None:
+    from ruamel.yaml.events import (
+        AliasEvent,
+        CollectionEndEvent,
+        CollectionStartEvent,
+        DocumentStartEvent,
+        MappingEndEvent,
+        MappingStartEvent,
+        NodeEvent,
+        ScalarEvent,
+    )
+
+    yaml = _fast_yaml()
+    if yaml is None or _NOT_LINE_BREAKS.search(text):
+        return None
+    lines: list[int] = []
+    anchors: dict[str, int] = {}
+    flows: list[tuple[int, int] | None] = []  # per open collection: (its line, section)
+    anchored_to: list[tuple[int, int]] = []
+    candidates: set[int] = set()
+    documents = depth = 0
+    at_key = False
+    for event in yaml.parse(text):
+        if isinstance(event, DocumentStartEvent):
+            documents += 1
+            if documents > 1 or getattr(event, "version", None) or getattr(event, "tags", None):
+                return None
+            continue
+        if not isinstance(event, NodeEvent | CollectionEndEvent):
+            continue
+        section = len(lines) - 1
+        if isinstance(event, NodeEvent) and depth == 1:
+            at_key = not at_key
+            if at_key:
+                mark = event.start_mark
+                if (
+                    not isinstance(event, ScalarEvent)
+                    or event.anchor is not None
+                    or event.tag is not None
+                    or mark.column != 0
+                    or event.value == "<<"
+                    or (lines and mark.line <= lines[-1])
+                ):
+                    return None
+                lines.append(mark.line)
+                continue
+        if isinstance(event, AliasEvent):
+            if event.anchor not in anchors:
+                return None
+            anchored_to.append((anchors[event.anchor], section))
+        elif isinstance(event, NodeEvent) and event.anchor is not None:
+            anchors[event.anchor] = section
+        if isinstance(event, CollectionStartEvent):
+            if depth == 0:
+                if not isinstance(event, MappingStartEvent) or event.flow_style:
+                    return None
+                if event.anchor is not None or event.tag is not None:
+                    return None
+            elif isinstance(event, MappingStartEvent) and event.anchor is not None:
+                candidates.add(section)
+            depth += 1
+            flow = isinstance(event, MappingStartEvent) and event.flow_style
+            flows.append((event.start_mark.line, section) if flow else None)
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+            opened = flows.pop()
+            if isinstance(event, MappingEndEvent) and opened and event.end_mark.line != opened[0]:
+                candidates.add(opened[1])
+    data = yaml.load(text)
+    if not lines or not isinstance(data, dict) or len(data) != len(lines):
+        return None
+    scan = _Scan(text, data, [_key_text(key) for key in data], lines)
+    if len(scan.index) != len(lines):
+        return None
+    for first, second in anchored_to:
+        scan.join(first, second)
+    scan.candidates = candidates
+    return scan
+
+
+class _Part:
+    """Sections ``lo`` to ``hi`` of a large file as a round-trip document of their own."""
+
+    def __init__(self, lo: int, hi: int, document: YamlDocument) -> None:
+        self.lo, self.hi, self.document = lo, hi, document
+        self.edits: list[tuple[int, KeyPath, object]] = []  # (order, path, value or MISSING)
+
+
+class _SectionedYamlDocument(YamlDocument):
+    """A large YAML file read by the C parser and edited a top-level section at a time.
+
+    Values come from the C parser's reading; what needs ruamel's nodes (anchors,
+    merge keys, layout) and every edit goes through a :class:`_Part`, the round
+    trip of only the sections concerned.
+    """
+
+    _scan: _Scan
+
+    def __init__(self, text: str, origin: str, *, indent_from: str | None = None) -> None:
+        BaseDocument.__init__(self, text, origin)
+        self._bom = _BOM if text.startswith(_BOM) else ""
+        self._text = text[len(self._bom) :]
+        self._parts: list[_Part] = []
+        self._edits = 0
+
+    # parts ------------------------------------------------------------------------
+
+    def _part(self, lo: int, hi: int) -> _Part:
+        """The round-trip document of sections ``lo`` to ``hi`` (and those joined to them).
+
+        Parts that overlap it are merged into it: their edits are made again, in
+        the order they were made, on the document of the larger range.
+        """
+        scan = self._scan
+        while True:
+            lo, hi = scan.hull(lo, hi)
+            overlapping = [part for part in self._parts if part.lo <= hi and lo <= part.hi]
+            wider = (
+                min([lo, *(p.lo for p in overlapping)]),
+                max([hi, *(p.hi for p in overlapping)]),
+            )
+            if wider == (lo, hi):
+                break
+            lo, hi = wider
+        if len(overlapping) == 1 and (overlapping[0].lo, overlapping[0].hi) == (lo, hi):
+            return overlapping[0]
+        text = "".join(scan.texts[lo : hi + 1])
+        part = _Part(lo, hi, YamlDocument(text, self.origin, indent_from=self._text))
+        for order, path, value in sorted(e for p in overlapping for e in p.edits):
+            self._apply(part, order, path, value)
+        self._parts = [p for p in self._parts if p not in overlapping] + [part]
+        return part
+
+    def _covering(self, section: int) -> _Part | None:
+        return next((p for p in self._parts if p.lo <= section <= p.hi), None)
+
+    def _section(self, key: str) -> int | None:
+        return self._scan.index.get(key)
+
+    def _part_of(self, key: str) -> _Part | None:
+        """The part that holds top-level ``key``: a new key goes after the last section."""
+        section = self._section(key)
+        if section is None:
+            return self._covering(len(self._scan.keys) - 1)
+        return self._part(section, section)
+
+    @staticmethod
+    def _apply(part: _Part, order: int, path: KeyPath, value: object) -> None:
+        part.edits.append((order, path, value))
+        if value is MISSING:
+            part.document._remove(path)
+        else:
+            part.document._replace(path, value)
+        part.document._dirty = True
+
+    # reading ----------------------------------------------------------------------
+
+    def _root(self) -> dict[str, object]:
+        root: dict[str, object] = {}
+        scan = self._scan
+        for section, key in enumerate(scan.keys):
+            part = self._covering(section)
+            if part is None:
+                root[key] = _plain(scan.data[scan.raw[section]])
+            elif section == part.lo:
+                root.update(part.document._root())
+        last = self._covering(len(scan.keys) - 1)
+        if last is not None:  # keys added after the last section
+            root.update(last.document._root())
+        return root
+
+    def _lookup(self, path: KeyPath) -> object:
+        section = self._section(path[0])
+        part = self._covering(len(self._scan.keys) - 1 if section is None else section)
+        if part is not None:
+            return part.document._lookup(path)
+        if section is None:
+            return MISSING
+        node: object = self._scan.data
+        for segment in path:
+            if not isinstance(node, dict):
+                return MISSING
+            found = [key for key in node if key == segment or _key_text(key) == segment]
+            if segment in node:
+                node = node[segment]
+            elif found:
+                node = node[found[0]]
+            else:
+                return MISSING
+        return _plain(node)
+
+    def inherited(self, path: KeyPath) -> bool:
+        part = self._part_of(path[0]) if len(path) > 1 else None
+        return part is not None and part.document.inherited(path)
+
+    def shared_by(self, path: KeyPath) -> str | None:
+        part = self._part_of(path[0]) if len(path) > 1 else None
+        return None if part is None else part.document.shared_by(path)
+
+    def kept_whole(self) -> dict[str, str]:
+        sections = set(self._scan.candidates)
+        for part in self._parts:
+            sections.update(range(part.lo, part.hi + 1))
+        parts = {id(part): part for part in map(lambda s: self._part(s, s), sorted(sections))}
+        found: dict[str, str] = {}
+        for part in parts.values():
+            found.update(part.document.kept_whole())
+        return found
+
+    # writing ----------------------------------------------------------------------
+
+    def _edit(self, path: KeyPath, value: object) -> None:
+        section = self._section(path[0])
+        last = len(self._scan.keys) - 1
+        if section is None:
+            lo = hi = last
+        elif value is MISSING and len(path) == 1:
+            # A deleted key's trailing comments go to the key before it.
+            lo, hi = (section - 1, section) if section > 0 else (0, min(1, last))
+        else:
+            lo = hi = section
+        self._edits += 1
+        self._apply(self._part(lo, hi), self._edits, path, value)
+
+    def _replace(self, path: KeyPath, value: object) -> None:
+        self._edit(path, value)
+
+    def _remove(self, path: KeyPath) -> None:
+        self._edit(path, MISSING)
+
+    def _render(self) -> str:
+        scan = self._scan
+        out = [self._bom, scan.head]
+        section = 0
+        while section < len(scan.keys):
+            part = self._covering(section)
+            if part is None:
+                out.append(scan.texts[section])
+                section += 1
+                continue
+            text = part.document.to_text()
+            if part.hi < len(scan.keys) - 1 and not text.endswith("\n"):
+                text += "\r\n" if scan.texts[part.hi].endswith("\r\n") else "\n"
+            out.append(text)
+            section = part.hi + 1
+        return "".join(out)
