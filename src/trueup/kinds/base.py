@@ -192,6 +192,12 @@ class Kind:
         """
         return None
 
+    def overlaps(self, resource: Resource, other: Resource) -> list[str]:
+        """What of ``resource`` another profile's ``other`` (same kind, same target on
+        the same root) declares too: its target whole by default; a kind whose
+        resources share a target piece by piece (config keys) names the pieces."""
+        return [resource.target]
+
     # -- execute ------------------------------------------------------------
     def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> Touched:
         """What a mutation may change, so the executor keeps its old state first."""

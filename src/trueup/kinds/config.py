@@ -31,6 +31,7 @@ from trueup.kinds.formats import (
     KeyPathError,
     check_key_paths,
     parse_key_path,
+    paths_overlap,
 )
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
 from trueup.redact import looks_secret
@@ -305,6 +306,11 @@ class ConfigKind(Kind):
 
     def clears(self, applied: Applied, decision: Decision) -> bool:
         return False
+
+    def overlaps(self, resource: Resource, other: Resource) -> list[str]:
+        """The declared keys another profile declares too, or that nest with one of its."""
+        theirs = other.spec.get("keys", {})
+        return sorted(k for k in resource.spec["keys"] if any(paths_overlap(k, o) for o in theirs))
 
     def unrecorded(self, resource: Resource, observed: Observed) -> Decision | None:
         """Declared keys found as declared are recorded as the person's (``foreign``).

@@ -30,7 +30,7 @@ from trueup.model import (
     Target,
 )
 from trueup.paths import within
-from trueup.plan import restructure
+from trueup.plan import claims, restructure
 
 
 def topological_order(resources: Iterable[Resource]) -> list[Resource]:
@@ -80,8 +80,13 @@ def compute_plan(
     observed: Mapping[str, Observed],
     applied: Mapping[str, Applied],
     force: frozenset[str] = frozenset(),
+    beside: claims.Beside | None = None,
 ) -> Plan:
-    """Decide one action per declared and per dropped resource, removals first."""
+    """Decide one action per declared and per dropped resource, removals first.
+
+    ``beside``: the applied records of the other profiles on the same root; what
+    one of them applied first is drift naming it (claims.py).
+    """
     ordered = topological_order(resources)
     declared = {r.id for r in ordered}
     gone = sorted(set(applied) - declared)
@@ -105,7 +110,8 @@ def compute_plan(
     actions = [
         _action(
             resource,
-            _decide(
+            (beside and claims.claimed(resource, applied.get(resource.id), beside))
+            or _decide(
                 resource,
                 observed.get(resource.id, ABSENT),
                 applied.get(resource.id) or inherited.get(resource.id),

@@ -241,6 +241,27 @@ class Store:
             records[res.id] = Applied(res, dig, detail, revision, at)
         return records
 
+    def applied_beside(self, target: Target) -> dict[str, dict[str, Applied]]:
+        """The applied records of the other profiles on ``target``'s root, by profile id.
+
+        Two profiles declaring the same key or file on one root would otherwise
+        each take it back from the other at every apply (plan/claims.py).
+        """
+        if target.kind != "profile":
+            return {}
+        suffix = "@" + target.location
+        rows = self.db.execute(
+            "SELECT target_key FROM applied_resources "
+            "WHERE target_key LIKE :pattern ESCAPE '\\' AND target_key <> :key "
+            "GROUP BY target_key",
+            {"pattern": "profile:%" + _like_escaped(suffix), "key": target.key},
+        )
+        found = {}
+        for (key,) in rows:
+            if key.startswith("profile:") and key.endswith(suffix):  # LIKE may ignore case
+                found[key[len("profile:") : -len(suffix)]] = self.applied(key)
+        return found
+
     def put_applied(self, target_key: str, records: Sequence[Applied]) -> None:
         self.db.executemany(
             "INSERT INTO applied_resources "
@@ -344,6 +365,16 @@ class Store:
             "SELECT COUNT(*), MAX(started_at), MAX(finished_at) FROM runs "
             "WHERE target_key = :key AND id != :own",
             {"key": target_key, "own": excluding},
+        )
+        return ":".join(str(v) for v in row) if row else ""
+
+    def root_history(self, location: str) -> str:
+        """As ``run_history``, for every profile's runs on the root ``location``: what
+        another profile applied there changes what this one may plan (plan/claims.py)."""
+        row = self.db.one(
+            "SELECT COUNT(*), MAX(started_at), MAX(finished_at) FROM runs "
+            "WHERE target_key LIKE :pattern ESCAPE '\\'",
+            {"pattern": "profile:%" + _like_escaped("@" + location)},
         )
         return ":".join(str(v) for v in row) if row else ""
 
@@ -650,3 +681,8 @@ class _Batches:
             if found is not None:
                 return "succeeded", ref, evidence or found, updated
         return "running", ref, evidence, updated
+
+
+def _like_escaped(text: str) -> str:
+    """``text`` matched as it is by ``LIKE ... ESCAPE '\\'``."""
+    return "".join("\\" + c if c in "\\%_" else c for c in text)

@@ -92,6 +92,8 @@ class ProfileTarget:
                 "max_file_bytes": self.session.settings.max_file_bytes,
                 # Applied records differ per store; the URL may hold a password.
                 "state": sha256_hex(self.session.settings.state_url.encode()),
+                # What other profiles applied on the root (plan/claims.py).
+                "root_runs": self.session.store.root_history(str(root)),
             },
         )
         remembered = memo.recall()
@@ -114,6 +116,7 @@ class ProfileTarget:
             self.session.gates(target, _EVENT[permission]).authorize(permission)
         history = self.session.store.run_history(target.key)
         applied = self.session.store.applied(target.key)
+        beside = self.session.store.applied_beside(target)  # other profiles on the root
         resources = {r.id: r for r in profile.resources}
         check_overwrite(force, resources, applied, profile.path)
         ctx = ObserveContext(root=root, fs=fs)
@@ -131,6 +134,7 @@ class ProfileTarget:
             observed,
             applied,
             frozenset(force),
+            beside,
         )
         with self.session.store.if_writable():
             self.session.store.save_stat_cache(cache)
