@@ -42,3 +42,34 @@ def test_drift_in_json_carries_a_message_naming_it(world: World) -> None:
         assert shown.code == 4, shown.out
         assert shown.json["message"].startswith("drift: "), (args, shown.json["message"])
         assert " a: " in shown.json["message"] or " a " in shown.json["message"]
+
+
+LONG = """
+[profile]
+id = "p"
+name = "P"
+
+[[resource]]
+id = "a-rather-long-resource-identifier-for-the-agents-file"
+kind = "file"
+target = "some/deeply/nested/folder/of/the/agents/file.txt"
+content = "c"
+"""
+
+
+def test_status_reads_well_at_80_columns_with_no_cell_wrapped(world: World) -> None:
+    profile = str(world.write("long.toml", LONG))
+    narrow = {"COLUMNS": "80"}
+    live = world.run("status", profile, "--root", str(world.root), env=narrow)
+    assert live.code == 3, live.err
+    lines = live.out.splitlines()[:-1]  # the table; the last line is a sentence
+    assert all(len(line) <= 80 for line in lines), live.out
+    assert "a-rather-long-resource-identifier-for-the-agents-file" in lines, live.out
+    assert world.run("apply", profile, "--root", str(world.root), "--yes").code == 0
+    recorded = world.run("status", env=narrow)
+    assert recorded.code == 0, recorded.err
+    table = recorded.out.splitlines()[:-1]
+    key = f"profile:p@{world.root}"  # a key longer than the terminal has a line of its own
+    assert all(len(line) <= 80 or line == key for line in table), recorded.out
+    wide = world.run("status", profile, "--root", str(world.root), env={"COLUMNS": "200"})
+    assert wide.out.splitlines()[0].split() == ["resource", "kind", "status", "detail"]

@@ -87,6 +87,35 @@ def print_columns(console: Console, header: Sequence[str], rows: Sequence[Sequen
     console.print(text, end="", soft_wrap=True)
 
 
+def print_rows(console: Console, header: Sequence[str], rows: Sequence[Sequence[Text]]) -> None:
+    """Rows as aligned columns when they fit the terminal, else as a list.
+
+    No cell is ever wrapped inside a column: where the columns would not fit
+    (an 80-column terminal, long ids), each row becomes its first cell on a
+    line of its own, then the other cells, labelled and indented, one a line.
+    """
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    if not rows:
+        return
+    widths = [max([len(h), *(cell_len(r[i].plain) for r in rows)]) for i, h in enumerate(header)]
+    if sum(widths) + 2 * (len(widths) - 1) <= console.width:
+        print_columns(console, header, rows)
+        return
+    label = max(len(h) for h in header[1:])
+    text = Text()
+    for row in rows:
+        text.append_text(row[0])
+        text.stylize("bold", len(text) - len(row[0]))
+        text.append("\n")
+        for name, cell in zip(header[1:], row[1:], strict=True):
+            text.append(f"  {name}:".ljust(label + 4), style="dim")
+            text.append_text(cell)
+            text.append("\n")
+    console.print(text, end="", soft_wrap=True)
+
+
 def action_row(action: Action, step: str, style: str) -> tuple[Text, ...]:
     """One plan row: resource, kind, the step in its colour, and what it does."""
     from rich.text import Text

@@ -10,6 +10,7 @@ from trueup.cli.output import Output, visible
 from trueup.errors import ExitCode
 from trueup.execute.gates import locked_error, replan_command, target_command
 from trueup.model import Action, ActionType, Outcome, outcome_of, plan_status
+from trueup.redact import redact
 
 if TYPE_CHECKING:
     from trueup.engine import Engine
@@ -51,16 +52,16 @@ def _live(out: Output, engine: Engine, file: Path, root: Path) -> int:
         out.envelope(word, code, message, {"resources": rows, "pending": pending})
         return int(code)
     from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
 
-    table = Table(box=None, header_style="bold")
-    for column in ("resource", "kind", "status", "detail"):
-        table.add_column(column, overflow="fold")  # ids and keys whole, never cut short
-    for row in rows:
-        table.add_row(
-            *(escape(visible(str(row[c]))) for c in ("resource", "kind", "status", "detail"))
-        )
-    out.print(table)
+    from trueup.cli.render import print_rows
+
+    columns = ("resource", "kind", "status", "detail")
+    print_rows(
+        out.console,
+        columns,
+        [tuple(Text(visible(redact(str(row[c])))) for c in columns) for row in rows],
+    )
     again = f"; next: {target_command('apply', 'profile', str(file), str(root))}" if pending else ""
     out.print(f"{word}; {pending} pending change(s){escape(again)}")
     return int(code)
@@ -162,24 +163,27 @@ def _recorded(out: Output, engine: Engine) -> int:
         out.envelope(status, code, message, {"targets": targets, "blocked_runs": blocked})
         return int(code)
     from rich.markup import escape
-    from rich.table import Table
 
     if status == "nothing-applied":
         out.print("nothing applied yet. Start with: trueup plan PROFILE --root DIR")
         return int(code)
-    table = Table(box=None, header_style="bold")
-    for column in ("target", "resources", "drift", "last run", "outcome"):
-        table.add_column(column, overflow="fold")  # ids and keys whole, never cut short
+    from rich.text import Text
+
+    from trueup.cli.render import print_rows
+
+    table = []
     for t in targets:
         last = t["last_run"] or {}
-        table.add_row(
-            escape(visible(t["target"])),
-            str(t["resources"]),
-            f"[magenta]{len(t['drift'])}[/]" if t["drift"] else "0",
-            escape(str(last.get("started_at", "-"))),
-            escape(str(last.get("outcome") or last.get("status") or "-")),
+        table.append(
+            (
+                Text(visible(redact(t["target"]))),
+                Text(str(t["resources"])),
+                Text(str(len(t["drift"])), style="magenta" if t["drift"] else ""),
+                Text(_when(last.get("started_at"))),
+                Text(visible(str(last.get("outcome") or last.get("status") or "-"))),
+            )
         )
-    out.print(table)
+    print_rows(out.console, ("target", "resources", "drift", "last run (UTC)", "outcome"), table)
     for t in targets:
         last = t["last_run"] or {}
         for item in t["drift"]:
@@ -200,6 +204,11 @@ def _recorded(out: Output, engine: Engine) -> int:
     print_blocked(out, runs)
     out.print(f"status: {status}")
     return int(code)
+
+
+def _when(stamp: object) -> str:
+    """An ISO timestamp to the second, as a person reads it (``-`` for none)."""
+    return str(stamp)[:19].replace("T", " ") if stamp else "-"
 
 
 def _recorded_message(status: str, targets: list[dict[str, Any]], runs: Sequence[RunInfo]) -> str:
