@@ -66,14 +66,30 @@ class Anchor:
         # reached since the last ``forget`` was (device, inode), held or not.
         self._dirs: dict[str, int] = {}
         self._seen: dict[str, tuple[int, int]] = {}
+        # Folders outside the root a resource lets its links lead into (``allow``),
+        # each reached from itself down, as the root is.
+        self._others: dict[str, Anchor] = {}
 
     def covers(self, path: str) -> bool:
-        """Whether ``path`` (absolute, as the resolver spells targets) is below the root."""
-        return path.startswith(self._prefix)
+        """Whether ``path`` (absolute, as the resolver spells targets) is below the root,
+        or below a folder ``allow``ed."""
+        return path.startswith(self._prefix) or self._other(path) is not None
 
     def holds(self, path: str) -> bool:
-        """Whether ``path`` is the root or below it."""
-        return path == self.root or path.startswith(self._prefix)
+        """Whether ``path`` is the root or below it (or an allowed folder, or below it)."""
+        return path == self.root or path.startswith(self._prefix) or self._other(path) is not None
+
+    def allow(self, folder: str) -> None:
+        """Reach ``folder`` (real: links resolved), outside the root, from itself down from
+        now on, as the root is; a folder under the root is reached from the root, as ever."""
+        if folder not in self._others and not self.holds(folder):
+            self._others[folder] = Anchor(folder)
+
+    def _other(self, path: str) -> Anchor | None:
+        for other in self._others.values():
+            if other.holds(path):
+                return other
+        return None
 
     def parent(self, path: str) -> tuple[int, str]:
         """The descriptor of the folder holding ``path``, and its last name."""
@@ -87,6 +103,10 @@ class Anchor:
 
         The descriptor stays the anchor's: use it at once, never close it.
         """
+        if self._others and path != self.root and not path.startswith(self._prefix):
+            other = self._other(path)
+            if other is not None:
+                return other.folder(path)
         found = self._dirs.pop(path, None)
         if found is not None:
             self._dirs[path] = found  # last: the most recently used goes last
@@ -190,6 +210,8 @@ class Anchor:
     def recheck(self) -> None:
         """Refuse, with ``OutsideRoot``, if any folder reached since the last ``forget``
         is not what its path leads to now."""
+        for other in self._others.values():
+            other.recheck()
         for path, (dev, ino) in list(self._seen.items()):
             try:
                 fresh = self._open(path)
@@ -206,6 +228,8 @@ class Anchor:
     def forget(self, below: str | None = None) -> None:
         """Let go of ``below`` and everything under it (all by default): a folder removed
         or renamed must be reached afresh."""
+        for other in self._others.values():
+            other.forget(below)
         if below is None:
             doomed = list(self._seen)
         else:
@@ -218,6 +242,8 @@ class Anchor:
                 os.close(held)
 
     def close(self) -> None:
+        for other in self._others.values():
+            other.close()
         self.forget()
         if self._root_fd is not None:
             os.close(self._root_fd)

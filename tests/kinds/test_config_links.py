@@ -117,14 +117,13 @@ def test_follow_links_may_not_name_the_file_system_root(machine: Machine) -> Non
 
 def test_an_allowed_folder_is_reached_from_itself_down(tmp_path: Path) -> None:
     """A folder in it swapped for a link leading out is refused, as under the root."""
-    from trueup.anchor import OutsideRoot
-    from trueup.reach import Reach
+    from trueup.anchor import Anchor, OutsideRoot
 
     root, allowed, outside = tmp_path / "root", tmp_path / "dotfiles", tmp_path / "outside"
     for folder in (root, allowed / "claude", outside):
         folder.mkdir(parents=True)
     (allowed / "swapped").symlink_to(outside)
-    reach = Reach(str(root))
+    reach = Anchor(str(root))
     assert not reach.covers(f"{allowed}/claude/settings.json")
     reach.allow(str(allowed))
     assert reach.covers(f"{allowed}/claude/settings.json")

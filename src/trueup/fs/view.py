@@ -109,6 +109,15 @@ class ReadOnlyFS:
         elif self.anchor.root != real:
             raise ValueError(f"a file system confined to {self.anchor.root} asked for {real}")
 
+    def allow(self, folder: str) -> bool:
+        """Reach ``folder`` (real), outside the root, from itself down too (a resource's
+        ``follow_links``); False where this view cannot (not confined to a root, where
+        the platform has folder descriptors), True where every path goes by name."""
+        if self.anchor is not None:
+            self.anchor.allow(folder)
+            return True
+        return not ANCHORED
+
     def close(self) -> None:
         """Close the descriptors held below the root; it is reopened when used again."""
         if self.anchor is not None:

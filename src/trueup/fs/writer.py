@@ -139,6 +139,9 @@ class WritableFS:
     def confine(self, root: Path | str) -> None:
         self.view.confine(root)
 
+    def allow(self, folder: str) -> bool:
+        return self.view.allow(folder)
+
     def close(self) -> None:
         self.view.close()
 

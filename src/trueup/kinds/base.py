@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
-from trueup import reach
 from trueup.fs import ReadOnlyFS, WritableFS
 from trueup.model import Action, ActionType, Applied, Evidence, Observed, Resource
 from trueup.paths import RootResolver
@@ -37,8 +36,8 @@ class ObserveContext:
     def __post_init__(self) -> None:
         object.__setattr__(self, "resolver", RootResolver(self.root))
         # Every target is then reached from the root down (anchor.py), and a folder a
-        # resource allows its links to lead into from that folder down (reach.py).
-        reach.install(self.fs, self.resolver.root)
+        # resource allows its links to lead into from that folder down (Anchor.allow).
+        self.fs.confine(self.resolver.root)
 
     def path(self, target: str) -> Path:
         return self.resolver.resolve(target)

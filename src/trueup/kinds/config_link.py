@@ -5,7 +5,7 @@ stow, chezmoi (in symlink mode) and yadm-style setups make
 resource edits through such a link only when it names the folder the link
 leads into (``follow_links = ["~/dotfiles"]``): the edit lands in the file the
 link finally leads to, the link stays a link, and that folder is reached from
-itself down by folder descriptors, as the root is (reach.py). A link that
+itself down by folder descriptors, as the root is (anchor.py, ``Anchor.allow``). A link that
 leads anywhere else is refused, as any link at a config target is without the
 opt-in; a link retargeted after the plan was computed is a conflict.
 """
@@ -17,7 +17,6 @@ import stat
 from collections.abc import Mapping
 from typing import Any
 
-from trueup import reach
 from trueup.anchor import OutsideRoot
 from trueup.errors import ConflictError
 from trueup.kinds.base import ObserveContext
@@ -63,7 +62,7 @@ def follow(resource: Resource, ctx: ObserveContext, path: str, link: str) -> dic
             f"resource {resource.id!r} allows links to lead into (follow_links: {named}); "
             "trueup neither reads nor writes through it"
         )
-    if not reach.allow(ctx.fs, home):
+    if not ctx.fs.allow(home):
         return f"{resource.target} is a symlink, and this file system cannot follow it safely"
     return {"path": final, "link": link}
 
