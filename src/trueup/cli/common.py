@@ -164,9 +164,13 @@ def _help_envelope(app: typer.Typer, args: list[str]) -> None:
     command: click.Command = typer.main.get_command(app)
     path: list[str] = []
     for arg in args:  # the command asked about: the subcommand names before anything else
-        if not isinstance(command, click.Group) or arg not in command.commands:
+        if not isinstance(command, click.Group):
             break
-        command = command.commands[arg]
+        asking = click.Context(command, resilient_parsing=True)
+        _, sub, _ = command.resolve_command(asking, [arg])  # loads a lazy command
+        if sub is None:
+            break
+        command = sub
         path.append(arg)
     rest = [arg for arg in args if arg != "--json"][len(path) :]
     text = io.StringIO()

@@ -25,7 +25,7 @@ from trueup.cli.common import (
     run_command,
 )
 from trueup.cli.output import Output, confirmation_hint, rerun_with
-from trueup.cli.state_commands import state_app
+from trueup.cli.registry import LazyGroup
 from trueup.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -56,8 +56,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    cls=LazyGroup,  # the command groups of cli/registry.py, imported when they run
 )
-app.add_typer(state_app, name="state")
 
 
 def _version(ctx: typer.Context, value: bool) -> None:
@@ -406,19 +406,3 @@ def schema(
 def run() -> None:
     """The ``trueup`` command. With --json, a mistyped option answers with an envelope too."""
     run_app(app)
-
-
-# Shared state for teams: the audit log, grants and tokens, the job queue.
-from trueup.cli import audit_commands, grant_commands, job_commands  # noqa: E402
-
-app.add_typer(audit_commands.app, name="audit")
-app.add_typer(grant_commands.grant_app, name="grant")
-app.add_typer(grant_commands.token_app, name="token")
-app.add_typer(job_commands.jobs_app, name="jobs")
-app.command("worker")(job_commands.worker)
-
-# Orgs across SaaS providers, and the fake providers to try them against.
-from trueup.cli import fakes, org  # noqa: E402
-
-app.add_typer(org.org_app, name="org")
-app.add_typer(fakes.fakes_app, name="fakes")

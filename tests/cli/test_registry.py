@@ -1,0 +1,77 @@
+"""The lazy command table: every row is a command, ``--help`` lists them all without
+importing them, and a profile command never loads the org, team or fake-server code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import click
+import pytest
+from world import World
+
+from trueup.cli.registry import LAZY_COMMANDS, load
+
+#: Run as ``python -c``: the ``trueup`` command, then the modules it loaded, on stderr.
+TRUEUP_THEN_MODULES = """
+import atexit, json, sys
+atexit.register(lambda: print("MODULES", json.dumps(sorted(sys.modules)), file=sys.stderr))
+from trueup.cli.main import run
+run()
+"""
+
+
+def modules_loaded_by(world: World, *args: str) -> tuple[int, set[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", TRUEUP_THEN_MODULES, *args],
+        capture_output=True,
+        text=True,
+        env=world.env(),
+        cwd=world.base,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    listed = done.stderr[done.stderr.rindex("MODULES ") + len("MODULES ") :]
+    return done.returncode, set(json.loads(listed))
+
+
+@pytest.mark.parametrize("name", list(LAZY_COMMANDS))
+def test_every_row_loads_the_command_it_names_with_the_help_it_shows(name: str) -> None:
+    command = load(name)
+    assert isinstance(command, click.Command) and command.name == name
+    assert command.get_short_help_str(limit=200) == LAZY_COMMANDS[name].help
+
+
+def test_help_lists_every_command_with_its_line_and_imports_none(world: World) -> None:
+    code, modules = modules_loaded_by(world, "--help")
+    assert code == 0
+    assert not {row.target.partition(":")[0] for row in LAZY_COMMANDS.values()} & modules
+    shown = world.run("--help")
+    assert shown.code == 0, shown.err
+    for name, row in LAZY_COMMANDS.items():
+        assert any(
+            line.split() == ["│", name, *row.help.split(), "│"] for line in shown.out.splitlines()
+        ), name
+
+
+def test_a_lazy_command_runs_and_answers_its_own_help(world: World) -> None:
+    shown = world.run("org", "--help")
+    assert shown.code == 0 and "plan" in shown.out and "--install-completion" not in shown.out
+    assert world.run("org", "plan", "--help", "--json").json["command"] == "org plan"
+    listed = world.run("jobs", "list", "--json")
+    assert listed.code == 0, listed.err
+    assert listed.json["command"] == "jobs list"
+
+
+def test_a_mistyped_command_is_matched_against_the_lazy_ones_too(world: World) -> None:
+    shown = world.run("orgg")
+    assert shown.code == 2 and "Did you mean 'org'?" in shown.err
+
+
+def test_plan_imports_no_org_team_or_fake_server_code(world: World, profile: str) -> None:
+    code, modules = modules_loaded_by(world, "plan", profile, "--root", str(world.root))
+    assert code == 0
+    elsewhere = ("trueup.org", "trueup.providers", "trueup.testing")
+    assert not [m for m in modules if m.startswith(elsewhere)]
+    assert not {row.target.partition(":")[0] for row in LAZY_COMMANDS.values()} & modules
