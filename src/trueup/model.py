@@ -123,6 +123,7 @@ class ActionType(StrEnum):
     WRITE_FILE = "write-file"
     WRITE_CONFIG = "write-config"
     MIRROR_DIRECTORY = "mirror-directory"
+    INSTALL_TOOL = "install-tool"
     REMOVE_RESOURCE = "remove-resource"
     VERIFY_ONLY = "verify-only"
     HUMAN_ACTION = "human-action"
@@ -145,6 +146,7 @@ _MUTATING = frozenset(
         ActionType.WRITE_FILE,
         ActionType.WRITE_CONFIG,
         ActionType.MIRROR_DIRECTORY,
+        ActionType.INSTALL_TOOL,
         ActionType.REMOVE_RESOURCE,
     }
 )

@@ -28,9 +28,11 @@ def as_written(resource: Resource) -> Observed:
     return Observed("file", resource.spec["digest"], {"executable": False})
 
 
-def test_local_kinds_are_path_kinds_and_remote_ones_are_not() -> None:
+def test_file_like_kinds_are_path_kinds_and_the_others_are_not() -> None:
+    # A tool or a credential is known by its name or presence, never restructured.
+    elsewhere = {"tool", "credential"}
     for name in kinds.names():
-        assert restructure.path_kind(name) is not None, name
+        assert (restructure.path_kind(name) is None) == (name in elsewhere), name
     for name in kinds.provider_names():
         assert restructure.path_kind(name) is None, name
 

@@ -21,6 +21,7 @@ _STYLE = {
     ActionType.WRITE_FILE: "green",
     ActionType.WRITE_CONFIG: "green",
     ActionType.MIRROR_DIRECTORY: "green",
+    ActionType.INSTALL_TOOL: "green",
     ActionType.REMOVE_RESOURCE: "red",
     ActionType.VERIFY_ONLY: "cyan",
     ActionType.HUMAN_ACTION: "yellow",

@@ -15,6 +15,8 @@ REGISTRY: dict[str, str] = {
     "directory": "trueup.kinds.directory:DirectoryKind",
     "skill": "trueup.kinds.skill:SkillKind",
     "config": "trueup.kinds.config:ConfigKind",
+    "tool": "trueup.kinds.tool:ToolKind",
+    "credential": "trueup.kinds.credential:CredentialKind",
     # Provider kinds ("provider.kind"), declared by org files, never by profiles.
     "cloudflare.dns_record": "trueup.providers.cloudflare.dns:DnsRecordKind",
     "cloudflare.email_routing": "trueup.providers.cloudflare.mail:EmailRoutingKind",

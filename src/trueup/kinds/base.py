@@ -128,6 +128,11 @@ class Kind:
     #: journaled before its remote call. (Whether a kind's targets are paths, which
     #: the planner asks, is plan/restructure.py's ``PathKind``, not this.)
     restorable: ClassVar[bool] = True
+    #: Whether what ``observe`` reads is all under the root, so the stat witnesses
+    #: of a remembered no-op plan (plan/memo.py) would notice it change. A tool's
+    #: version or a credential in the keyring is not: a plan holding one is
+    #: always computed afresh.
+    witnessed: ClassVar[bool] = True
 
     @property
     def default_policy(self) -> str:

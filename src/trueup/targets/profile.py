@@ -140,7 +140,8 @@ class ProfileTarget:
             self.session.store.save_stat_cache(cache)
             self.session.store.replace_drift(target.key, drift_items(plan))
         summary = {"id": profile.id, "name": profile.name, "digest": profile.digest}
-        memo.keep(plan, summary, history, started_ns, witnesses)
+        if all(kinds.get(r.kind).witnessed for r in profile.resources):
+            memo.keep(plan, summary, history, started_ns, witnesses)
         return Prepared(profile, target, root, resources, applied, observed, plan, fs, history)
 
     def _remembered(self, remembered: Remembered, path: Path, root: Path, history: str) -> Prepared:
