@@ -35,7 +35,7 @@ MIXED: list[dict[str, Any]] = [
         "groups": ["work"],
     },
 ]
-DOCUMENT = {"profile": {"id": "p", "name": "P"}, "resource": MIXED}
+DOCUMENT = {"profile": {"id": "p", "name": "P", "groups": ["work"]}, "resource": MIXED}
 
 
 def test_bulk_validation_gives_what_validating_each_resource_gives() -> None:

@@ -58,6 +58,12 @@ BAD = {
     "glob target": (GOOD.replace("a/one.txt", "a/*.txt"), ["field 'target'", "glob"]),
     "absolute target": (GOOD.replace("a/one.txt", "/etc/passwd"), ["field 'target'", "absolute"]),
     "NUL in target": (GOOD.replace("a/one.txt", "a\\u0000b"), ["field 'target'", "NUL"]),
+    "undeclared group": (
+        GOOD.replace('name = "P"', 'name = "P"\ngroups = ["laptops"]').replace(
+            'content = "1"', 'content = "1"\ngroups = ["laptop"]'
+        ),
+        ["resource 'one'", "field 'groups'", "'laptop' is not declared in [profile] groups"],
+    ),
     "unknown field": (
         GOOD.replace('content = "1"', 'content = "1"\ncolour = "red"'),
         ["resource 'one'", "field 'colour'", "Extra inputs"],

@@ -213,7 +213,7 @@ def test_the_offline_script_builds_what_the_online_migrations_build(
     with psycopg.connect(scripted_url, autocommit=True) as conn:
         conn.execute(postgres_ddl.encode())
     online, offline = _catalog(online_url), _catalog(scripted_url)
-    assert online["version"] == [(schema.HEAD,)] and len(online["triggers"]) == 2
+    assert online["version"] == [(schema.HEAD,)] and len(online["triggers"]) == 4
     assert online == offline
 
 

@@ -51,6 +51,10 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     "fakes": LazyCommand(
         "trueup.cli.fakes:fakes_app", "Fake Cloudflare, Coolify and ZITADEL servers."
     ),
+    "source": LazyCommand(
+        "trueup.cli.source_commands:source_app",
+        "Be the source many machines follow: keys, signed revisions, invitations, the fleet.",
+    ),
 }
 
 

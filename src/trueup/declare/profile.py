@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
 # 2: only profiles past every check; 3: an undeclared `executable` is absent, not false;
-# 4: [profile] has allow_sources_outside
-CACHE_FORMAT = f"trueup-profile-cache/{__version__}/4"
+# 4: [profile] has allow_sources_outside; 5: resources keep their groups
+CACHE_FORMAT = f"trueup-profile-cache/{__version__}/5"
 Entry = dict[str, Any]
 
 
@@ -91,7 +91,23 @@ def _validate(data: dict[str, Any], where: str) -> dict[str, Any]:
     if not isinstance(raw_resources, list):
         raise UsageError(f"{where}: 'resource' must be a list of tables ([[resource]])")
     meta, entries = _with_pydantic(data, raw_resources, where)
+    _check_groups(meta, entries, where)
     return {"profile": meta, "resources": entries}
+
+
+def _check_groups(meta: dict[str, Any], entries: list[Entry], where: str) -> None:
+    """A resource's groups are among the profile's: a typo would hide it from every follower."""
+    declared = set(meta["groups"])
+    for entry in entries:
+        unknown = [group for group in entry["groups"] if group not in declared]
+        if unknown:
+            raise UsageError(
+                f"{where}: resource {entry['id']!r}: field 'groups': {unknown[0]!r} is not "
+                "declared in [profile] groups",
+                hint=f"add it: [profile] groups = {sorted(declared | {unknown[0]})!r}".replace(
+                    "'", '"'
+                ),
+            )
 
 
 def _with_pydantic(
@@ -219,6 +235,7 @@ def _assemble(common: dict[str, Any], policy: str, target: str, fields: Entry) -
         "policy": policy,
         "target": target,
         "depends_on": common["depends_on"],
+        "groups": common["groups"],
         "verify": common["verify"],
         "fields": fields,
     }

@@ -19,8 +19,8 @@ from trueup.errors import UsageError
 from trueup.redact import redact_url
 from trueup.state.db import Database, sqlalchemy_url, sqlite_path
 
-HEAD = "0005"
-KNOWN = ("0001", "0002", "0003", "0004", "0005")
+HEAD = "0006"
+KNOWN = ("0001", "0002", "0003", "0004", "0005", "0006")
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
