@@ -177,8 +177,10 @@ def test_moving_the_issuer_destroys_and_migrates(orgs: Orgs) -> None:
 
 
 def test_a_failure_keeps_what_completed_and_applying_again_resumes(orgs: Orgs) -> None:
+    """One step at a time, so which steps the failure leaves unreached is known."""
     from trueup.audit import entries
 
+    orgs.env = {**orgs.env, "TRUEUP_REMOTE_CONCURRENCY": "1"}
     fakes = orgs.fakes
     clash = fakes.cloudflare.add_record(zone(fakes), type="A", name="www", content="192.0.2.1")
     path = orgs.write(

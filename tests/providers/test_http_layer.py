@@ -109,3 +109,31 @@ def test_every_server_error_is_retried_not_only_the_common_ones(fakes: FakeProvi
     http = client(fakes, sleeps)
     assert http.get("/projects") == []
     assert http.stats.statuses["520"] == 1 and len(sleeps) == 1
+
+
+def test_a_retry_after_pauses_every_thread_sending_to_that_provider(
+    fakes: FakeProviders,
+) -> None:
+    """Concurrent steps share one client: the one told to wait holds the others too."""
+    fakes.faults.coolify.update(rate_limit=1, retry_after=30)
+    told, other = Sleeps(), Sleeps()
+    http = client(fakes, told)
+    assert http.get("/projects") == []
+    assert told == [30.0]  # waited out once, by the thread that was told
+    reader = http.reader()
+    reader._sleep = other  # another thread's view of the same client
+    assert reader.get("/projects") == []
+    [held] = other  # the fake sleep let no time pass: nearly all of the pause remains
+    assert 29.0 < held <= 30.0
+    assert http.stats.requests == 3
+
+
+def test_a_pause_already_waited_out_is_not_waited_again() -> None:
+    from trueup.providers.http import Pause
+
+    clock = [100.0]
+    pause = Pause(lambda: clock[0])
+    ends = pause.hold(5)
+    assert pause.remaining(covered=0.0) == 5 and pause.remaining(covered=ends) == 0
+    clock[0] = 106.0
+    assert pause.remaining(covered=0.0) == 0

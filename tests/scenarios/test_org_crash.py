@@ -8,6 +8,7 @@ killed run created by name, so nothing is ever created twice.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -82,13 +83,14 @@ EXPECTED = {
 def test_sigkill_mid_apply_then_apply_again_creates_nothing_twice(
     org: OrgWorld, crash_at: str
 ) -> None:
+    # One step at a time: the n-th boundary is then the step each case names.
     killed = org.world.run(
         "org",
         "apply",
         org.path,
         "--confirm",
         "Acme Inc",
-        env={**org.env, "TRUEUP_CRASH_AT": crash_at},
+        env={**org.env, "TRUEUP_CRASH_AT": crash_at, "TRUEUP_REMOTE_CONCURRENCY": "1"},
     )
     assert killed.code == -signal.SIGKILL, killed.err
     (dead,) = org.run("status", "--json").json["data"]["blocked_runs"]
@@ -158,10 +160,10 @@ def test_org_status_shows_a_first_run_killed_and_abandoned(org: OrgWorld) -> Non
     assert [o["outcome"] for o in listed.json["data"]["orgs"]] == ["abandoned"]
 
 
-def _start_apply(org: OrgWorld) -> subprocess.Popen[str]:
+def _start_apply(org: OrgWorld, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [TRUEUP, "org", "apply", org.path, "--confirm", "Acme Inc"],
-        env=org.world.env(org.env),
+        env=org.world.env({**org.env, **env}),
         cwd=org.world.base,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -195,13 +197,18 @@ def test_a_real_kill_while_providers_are_slow_then_apply_again(org: OrgWorld) ->
 
 
 def test_a_second_concurrent_apply_of_the_same_org_is_refused(org: OrgWorld) -> None:
-    org.fakes.faults.coolify.update(latency=0.15)
-    first = _start_apply(org)
+    # Slow, one step at a time: the first apply still holds its lock for seconds
+    # after its first write, however fast its steps would otherwise overlap.
+    for _, faults in org.fakes.faults.items():
+        faults.update(latency=0.2)
+    first = _start_apply(org, TRUEUP_REMOTE_CONCURRENCY="1")
     _wait_for_writes(org.fakes, 1)
     second = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
     assert second.code == 4, second.out + second.err
     assert "is locked by run" in second.err and "still running" in second.err
-    out, err = first.communicate(timeout=60)
+    out, err = first.communicate(timeout=120)
+    for _, faults in org.fakes.faults.items():
+        faults.update(latency=0)
     assert first.returncode == 0, out + err
     assert inventory(org.fakes) == EXPECTED
 
@@ -273,3 +280,45 @@ def test_a_rekey_killed_during_its_call_is_recognised_as_trueups_and_not_done_tw
     assert signing_keys(org.fakes) == [written], "sessions signed with it keep working"
     settled = org.run("org", "plan", org.path, "--json")
     assert settled.json["status"] == "converged", settled.out
+
+
+def test_ctrl_c_during_concurrent_steps_says_which_were_in_flight_and_how_to_resume(
+    org: OrgWorld,
+) -> None:
+    for _, faults in org.fakes.faults.items():
+        faults.update(latency=0.3)
+    first = _start_apply(org)
+    _wait_for_writes(org.fakes, 1)
+    first.send_signal(signal.SIGINT)
+    out, err = first.communicate(timeout=60)
+    for _, faults in org.fakes.faults.items():
+        faults.update(latency=0)
+    assert first.returncode not in (0, 1, 2), out + err
+    assert "Traceback" not in err
+    said = out + err
+    assert "interrupted: the " in said and "step(s) in flight (" in said, said
+    assert "ended and were recorded, nothing else was started" in said
+    assert "apply again (or `trueup recover " in said
+    # Every step in flight ended and was journaled as verified: none left "running".
+    ended = re.search(r"the (\d+) step\(s\) in flight", said)
+    assert ended is not None and f"{ended[1]} action(s) applied and verified" in said
+    (stopped,) = org.run("status", "--json").json["data"]["blocked_runs"]
+    assert stopped["status"] == "interrupted"
+    again = org.run("org", "apply", org.path, "--confirm", "Acme Inc")
+    assert again.code == 0, again.out + again.err
+    assert inventory(org.fakes) == EXPECTED
+
+
+def test_a_bad_concurrency_bound_is_refused_before_anything_runs(org: OrgWorld) -> None:
+    refused = org.world.run(
+        "org",
+        "apply",
+        org.path,
+        "--confirm",
+        "Acme Inc",
+        env={**org.env, "TRUEUP_COOLIFY_CONCURRENCY": "lots"},
+    )
+    assert refused.code == 2, refused.out + refused.err
+    assert "TRUEUP_COOLIFY_CONCURRENCY='lots' is not a number of steps" in refused.err
+    assert "Traceback" not in refused.err
+    assert org.fakes.request_log.coolify.matching("POST") == []

@@ -21,9 +21,11 @@ the run fails with everything restored (so apply need not observe all of a
 large profile twice to be safe against edits made meanwhile).
 
 Remote kinds (``restorable = False``) have nothing to restore from: each of
-their actions runs alone, journaled ``running`` before its call, and what the
-provider returned is recorded right after it; on failure the completed ones
-stay, the failing one is marked failed, and applying again resumes.
+their actions is journaled ``running`` on its own right before its call, and
+what the provider returned is recorded right after it; independent ones run
+concurrently (remote_scheduler.py), each in a worker thread. On failure the
+completed ones stay, the failing one is marked failed, and applying again
+resumes.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any, NamedTuple
 from trueup import kinds
 from trueup.crashpoints import reach
 from trueup.errors import ConflictError, TrueupError
+from trueup.execute.remote_scheduler import Limits, RemoteScheduler, StepsInterrupted
 from trueup.execute.rollback import Capture, RollbackStore
 from trueup.execute.verification import verify_commands
 from trueup.fs import TargetAppeared, WritableFS
@@ -167,8 +170,10 @@ class Executor:
         batch_size: int = DEFAULT_BATCH_SIZE,
         finish_run: bool = True,
         services: Mapping[str, Any] | None = None,
+        remote_limits: Limits | None = None,
     ) -> None:
         self.batch_size = batch_size
+        self.remote_limits = remote_limits or Limits.from_env()
         self.store = store
         self.run = run
         self.resources = resources
@@ -193,6 +198,9 @@ class Executor:
         # Targets found taken at commit: never the run's, so never "changed since".
         self._appeared: set[str] = set()
         self._current: list[tuple[int, Action]] = []
+        # The remote step each worker thread runs (``_intend`` records its intent).
+        self._step = threading.local()
+        self._flight = threading.Lock()
 
     def execute(self, plan: Plan, first_seq: int = 0) -> RunResult:
         self._observed = plan.observed
@@ -216,7 +224,15 @@ class Executor:
         try:
             with signals_interrupt():
                 for batch in self._batches(pending):
-                    self._batch(batch)
+                    if kinds.get(batch[0][1].kind).restorable:
+                        self._batch(batch)
+                    else:
+                        scheduler = RemoteScheduler(
+                            self.remote_limits, (Interrupted, KeyboardInterrupt)
+                        )
+                        scheduler.run(batch, self._remote_step)
+        except StepsInterrupted as stopped:
+            return self._remote_interrupted(stopped)
         except (Interrupted, KeyboardInterrupt):
             remote = self._fail_remote("interrupted")
             undone = self._undo(self._restore_in_flight, "interrupted")
@@ -262,20 +278,25 @@ class Executor:
     def _batches(
         self, pending: Sequence[tuple[int, Action]]
     ) -> Iterator[Sequence[tuple[int, Action]]]:
-        """Local actions in batches; a remote (non-restorable) action always alone.
+        """Local actions in batches; consecutive remote (non-restorable) ones together.
 
-        Alone, a remote action is journaled ``running`` right before its call,
-        and what the call returned is recorded right after it. A local action
+        The remote ones go to the scheduler, which journals each ``running``
+        right before its call and records what the call returned right after
+        it. A local action
         whose target a removal earlier in the batch frees (a folder declared
         where a file was, or a file where a folder of trueup's files was) starts
         a new batch: the removal must be committed before anything is staged at
         that place.
         """
         batch: list[tuple[int, Action]] = []
+        remote: list[tuple[int, Action]] = []
         freed: set[str] = set()
         for item in pending:
             action = item[1]
             if kinds.get(action.kind).restorable:
+                if remote:
+                    yield remote
+                    remote = []
                 target = self._resource(action).target
                 if freed and (within(target, freed) or any(within(f, {target}) for f in freed)):
                     yield batch
@@ -290,7 +311,9 @@ class Executor:
             if batch:
                 yield batch
                 batch, freed = [], set()
-            yield [item]
+            remote.append(item)
+        if remote:
+            yield remote
         if batch:
             yield batch
 
@@ -364,6 +387,68 @@ class Executor:
         reach("journal-succeeded")
         if self.progress:
             self.progress(len(done))
+
+    def _remote_step(self, seq: int, action: Action) -> None:
+        """One remote action, in a worker thread: journal, call, checkpoint, verify, record."""
+        with self._flight:
+            self._current.append((seq, action))
+        self._step.current = (seq, action)
+        try:
+            with self.store.db.transaction():
+                self.store.mark_running(self.run.id, seq, seq, None)
+            reach("journal-running")
+            kind = kinds.get(action.kind)
+            resource = self._resource(action)
+            if action.changes_target:
+                learned = kind.apply(action, resource, self.ctx)
+                if learned is not None:
+                    self._checkpoint(seq, action, learned)
+            reach("mutated")
+            if action.handed_over is not None:  # nothing to see: the target is another id's
+                evidence = Evidence("passed", "handed over", None)
+            else:
+                evidence = kind.verify(action, resource, self.read_ctx)
+                self._passed(seq, action, evidence)
+            self._record([(seq, action, evidence)])
+            reach("journal-succeeded")
+        except Exception as exc:
+            self._fail_step(seq, action, redact_message(_wording(exc)))
+            raise
+        finally:
+            with self._flight:
+                self._current = [item for item in self._current if item[0] != seq]
+            self._step.current = None
+        if self.progress:
+            with self._flight:
+                self.progress(1)
+
+    def _fail_step(self, seq: int, action: Action, message: str) -> None:
+        with self.store.db.transaction():
+            self.store.set_action_status(self.run.id, [(seq, "failed", None, None, message)])
+        with self._flight:
+            if not any(r.seq == seq for r in self.results):
+                self.results.append(ActionResult(seq, action, "failed", message=message))
+
+    def _remote_interrupted(self, stopped: StepsInterrupted) -> RunResult:
+        """Say which remote steps were in flight when the run was stopped, and what next."""
+        self._fail_remote("interrupted while its call was in flight; it may have happened")
+        resume = f"apply again (or `trueup recover {self.run.id}`) to resume from live state"
+        if unknown := stopped.unknown:
+            names = ", ".join(a.resource_id for _, a in unknown)
+            return self._finish(
+                Outcome.INTERRUPTED,
+                f"interrupted while {len(unknown)} step(s) were in flight ({names}): their "
+                f"calls may have happened; {resume}",
+            )
+        names = ", ".join(a.resource_id for _, a in stopped.finished)
+        ended = (
+            f"the {len(stopped.finished)} step(s) in flight ({names}) ended and were recorded"
+            if stopped.finished
+            else "no step was in flight"
+        )
+        return self._finish(
+            Outcome.INTERRUPTED, f"interrupted: {ended}, nothing else was started; {resume}"
+        )
 
     def _passed(self, seq: int, action: Action, evidence: Evidence) -> None:
         """Fail the run on an action whose verification did not pass."""
@@ -473,7 +558,7 @@ class Executor:
         The record keeps its verified digest: the intent only adds what the
         call will have made true if it happened.
         """
-        [(_, action)] = self._current  # a remote action runs alone
+        _, action = self._step.current  # the remote step this worker thread runs
         record = self.applied.get(action.resource_id)
         detail = {**(record.detail if record else {}), INTENT: dict(intent)}
         stamp = now()
@@ -493,7 +578,9 @@ class Executor:
 
     def _fail_remote(self, message: str) -> bool:
         """Mark remote actions in flight failed (nothing restores them); any?"""
-        remote = [(s, a) for s, a in self._current if not kinds.get(a.kind).restorable]
+        with self._flight:
+            remote = [(s, a) for s, a in self._current if not kinds.get(a.kind).restorable]
+            self._current = []
         if remote:
             with self.store.db.transaction():
                 self.store.set_action_status(
@@ -505,7 +592,6 @@ class Executor:
                 for seq, a in remote
                 if seq not in seen
             )
-        self._current = []
         return bool(remote)
 
     # -- undo ---------------------------------------------------------------

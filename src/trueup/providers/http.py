@@ -12,6 +12,9 @@ or retry differently from the others. Here, and only here:
   the request was sent) is only replayed when the caller says replaying is
   safe; otherwise ``AmbiguousWrite`` lets the caller look the object up by
   name before trying again, so a retry never duplicates anything;
+- a ``Retry-After`` pauses every thread sending to that provider, not only
+  the one that was told (one ``Pause`` per provider client): concurrent steps
+  would otherwise keep hitting a limit the provider already said was reached;
 - every attempt is counted (the benchmark and the tests read the counters);
 - the bearer token is registered with redaction before the first request,
   and no request or response body is ever logged.
@@ -222,6 +225,32 @@ class RequestStats:
             }
 
 
+class Pause:
+    """Until when a provider asked not to be sent anything (``Retry-After``); thread-safe.
+
+    Shared by a provider's client and its readers, so every concurrent step
+    sending to that provider waits, not only the one that was told.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.until = 0.0
+        self._lock = threading.Lock()
+
+    def hold(self, seconds: float) -> float:
+        """Nothing more is sent for ``seconds`` from now; the moment the pause ends."""
+        with self._lock:
+            self.until = max(self.until, self._clock() + seconds)
+            return self.until
+
+    def remaining(self, covered: float) -> float:
+        """What is left to wait of a pause that ends after ``covered`` (waited out already)."""
+        with self._lock:
+            if self.until <= covered:
+                return 0.0
+            return max(0.0, self.until - self._clock())
+
+
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 
 
@@ -243,6 +272,7 @@ class HttpClient:
         read_only: bool = False,
         _shared: httpx.Client | None = None,
         _stats: RequestStats | None = None,
+        _pause: Pause | None = None,
     ) -> None:
         register_secret(token)
         self.provider = provider
@@ -251,6 +281,7 @@ class HttpClient:
         self.parse_error = parse_error
         self.read_only = read_only
         self.stats = _stats if _stats is not None else RequestStats()
+        self.pause = _pause or Pause()
         self._sleep = sleep
         self._rng = random.Random()
         self._token = token
@@ -285,6 +316,7 @@ class HttpClient:
             read_only=True,
             _shared=self._client,
             _stats=self.stats,
+            _pause=self.pause,
         )
 
     def close(self) -> None:
@@ -310,9 +342,12 @@ class HttpClient:
         if self.read_only and method not in _READ_METHODS and not path.endswith("/_search"):
             raise RuntimeError(f"observation tried to write: {method} {path}")
         attempts = max(1, self.policy.attempts)
+        covered = 0.0  # the end of the last pause this thread waited out itself
         for attempt in range(attempts):
             last = attempt == attempts - 1
             retry_after: float | None = None
+            if (held := self.pause.remaining(covered)) > 0:  # another thread was told to wait
+                self._sleep(held)
             try:
                 response = self._client.request(
                     method, path, params=params, json=json, headers=headers
@@ -344,6 +379,8 @@ class HttpClient:
                 retry_after = _retry_after(response)
                 if retry_after is not None and retry_after > self.policy.max_retry_after:
                     raise self._error(method, path, response)
+                if retry_after:
+                    covered = self.pause.hold(retry_after)
             delay = self.policy.delay(attempt, retry_after, self._rng)
             if delay >= _TELL_AFTER:  # a long silence would look like a hang
                 print(

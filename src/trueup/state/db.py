@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -160,7 +161,11 @@ def _open_sqlite(path: Path) -> sqlite3.Connection:
     private_store_file(path)  # only its owner reads what trueup applied, journaled, audited
     waited = busy_seconds()
     try:
-        connection = sqlite3.connect(path, isolation_level=None, timeout=waited)
+        # Concurrent remote steps journal from worker threads; ``Database``'s lock
+        # serialises every use of the one connection.
+        connection = sqlite3.connect(
+            path, isolation_level=None, timeout=waited, check_same_thread=False
+        )
         # Only a new store takes it (an existing one keeps its size): a first apply
         # of 10,000 files journals some 40,000 rows, and 16 KiB pages write them in
         # a quarter of the system calls 4 KiB pages take.
@@ -231,7 +236,13 @@ def sqlite_path(url: str) -> Path | None:
 
 
 class Database:
-    """One connection to the store, with explicit transactions."""
+    """One connection to the store, with explicit transactions.
+
+    Safe to share between threads: concurrent remote steps journal from their
+    worker threads, and one re-entrant lock serialises every statement and
+    holds the connection for a whole transaction, so another thread's write
+    never lands inside it.
+    """
 
     def __init__(self, url: str) -> None:
         register_url(url)  # whatever quotes the URL later never shows its password
@@ -267,6 +278,7 @@ class Database:
                 hint="use sqlite:///PATH or postgresql://USER@HOST:PORT/DB",
             )
         self._depth = 0
+        self._lock = threading.RLock()
         #: The unfinished run this process holds (set by the store), named in
         #: the next step should the store stop answering.
         self.holding: str | None = None
@@ -317,7 +329,7 @@ class Database:
         raise type(trouble)(message, hint=hint) from exc
 
     def execute(self, sql: str, params: Params | None = None) -> list[Row]:
-        with self._driver():
+        with self._lock, self._driver():
             if self.dialect == "sqlite":
                 cursor = self._sqlite.execute(sql, params or {})
                 return cursor.fetchall()
@@ -327,7 +339,7 @@ class Database:
 
     def execute_count(self, sql: str, params: Params | None = None) -> int:
         """Run a write statement; how many rows it changed."""
-        with self._driver():
+        with self._lock, self._driver():
             if self.dialect == "sqlite":
                 return int(self._sqlite.execute(sql, params or {}).rowcount)
             with self._pg.cursor() as cur:
@@ -337,7 +349,7 @@ class Database:
     def executemany(self, sql: str, rows: Sequence[Params] | Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
-        with self._driver():
+        with self._lock, self._driver():
             if self.dialect == "sqlite":
                 self._sqlite.executemany(sql, rows)
             else:
@@ -351,7 +363,12 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """A write transaction; nested calls join the outer one."""
+        """A write transaction; nested calls (same thread) join the outer one."""
+        with self._lock, self._transaction():
+            yield
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
         if self._depth:
             self._depth += 1
             try:

@@ -12,6 +12,7 @@ Nothing here prints or prompts; the CLI renders what these functions return.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from trueup.declare.org import DeclaredOrg, load_org
 from trueup.errors import ConflictError, TrueupError, UsageError, user_paths
 from trueup.execute.executor import Executor
 from trueup.execute.gates import ConfirmationRequired, Gates, needs_confirmation
+from trueup.execute.remote_scheduler import Limits
 from trueup.execute.rollback import RollbackStore
 from trueup.fs import ReadOnlyFS, WritableFS
 from trueup.kinds.base import ObserveContext
@@ -65,6 +67,8 @@ class OrgTarget:
         self.policy = policy
         #: Plain http:// to a provider that is not on this host is allowed.
         self.insecure_http = insecure_http
+        # Read before anything runs: a mistyped bound is refused with nothing started.
+        self.limits = Limits.from_env({**os.environ, **(env or {})})
         self._opened: list[OrgServices] = []
 
     @property
@@ -192,6 +196,7 @@ class OrgTarget:
             RollbackStore(self.settings.data / "rollback" / run.id, self.settings.data, run.host),
             self.settings.data,
             services=prepared.ctx.services,
+            remote_limits=self.limits,
         )
         result = executor.execute(prepared.plan, first_seq)
         state = record_state(self.store, prepared, result, first_seq)
