@@ -6,7 +6,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import click
 import typer
@@ -122,7 +122,7 @@ def plan(
     def body() -> int:
         from rich.markup import escape
 
-        from trueup.cli.render import render_plan
+        from trueup.cli.render import plan_json, render_plan
         from trueup.cli.status import status_message
         from trueup.execute.gates import locked_error
         from trueup.model import outcome_of, plan_status
@@ -138,7 +138,7 @@ def plan(
         # A plan is no run, but one that cannot be applied yet says so in its code.
         code = ExitCode.CONFLICT if blocked is not None else outcome.exit_code
         if json_out:
-            data = _plan_json(the_plan)
+            data = plan_json(the_plan)
             data["blocked"] = (
                 {"message": blocked.message, "hint": blocked.hint} if blocked else None
             )
@@ -172,20 +172,6 @@ def plan(
     run_command(out, body)
 
 
-def _plan_json(the_plan: Plan) -> dict[str, Any]:
-    from trueup.cli.render import plan_summary
-    from trueup.execute.gates import confirm_command, needs_confirmation
-
-    risky = needs_confirmation(the_plan.actions)
-    return {
-        "digest": the_plan.digest,
-        "summary": plan_summary(the_plan),
-        "plan": the_plan.body(),
-        # The apply that types the target's name, when a step destroys or migrates data.
-        "confirm": confirm_command(the_plan) if risky else None,
-    }
-
-
 @app.command()
 def apply(
     file: Annotated[Path, typer.Argument(help="Profile file, or a plan saved with plan -o.")],
@@ -213,7 +199,7 @@ def apply(
     out = Output("apply", json_out)
 
     def body() -> int:
-        from trueup.cli.render import render_plan, render_result
+        from trueup.cli.render import plan_json, render_plan, render_result
         from trueup.model import outcome_of
         from trueup.pipeline import ask_consent, open_saved
 
@@ -239,7 +225,7 @@ def apply(
                     outcome.value,
                     outcome.exit_code,
                     "nothing to change",
-                    {"plan": _plan_json(expected), "run": None},
+                    {"plan": plan_json(expected), "run": None},
                 )
             else:
                 out.print(f"nothing to change: {outcome.value}")
@@ -256,7 +242,7 @@ def apply(
         typed, paused = consent.typed, consent.paused
         if consent.declined:
             out.report(
-                "nothing was changed", {"plan": _plan_json(expected), "run": None}, "declined"
+                "nothing was changed", {"plan": plan_json(expected), "run": None}, "declined"
             )
             return int(ExitCode.OK)
         with confirmation_hint(expected.target.name, no_input and typed is None):
@@ -265,14 +251,14 @@ def apply(
 
                 run_id = enqueue_apply(engine, prepared, typed)
                 message = f"queued as run {run_id}; a worker applies it (trueup worker)"
-                out.report(message, {"plan": _plan_json(expected), "run": run_id}, "queued")
+                out.report(message, {"plan": plan_json(expected), "run": run_id}, "queued")
                 return int(ExitCode.OK)
             result = _apply_with_progress(out, engine, prepared, expected, typed, paused)
         assert result is not None  # the plan changes something: a run did it
 
         def show() -> None:
             if json_out:
-                data = {"plan": _plan_json(expected), "run": result.to_json()}
+                data = {"plan": plan_json(expected), "run": result.to_json()}
                 out.envelope(result.outcome.value, result.outcome.exit_code, result.message, data)
             else:
                 render_result(out.console, result)

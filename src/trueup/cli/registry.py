@@ -48,6 +48,10 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "trueup.cli.org:org_app",
         "Orgs across ZITADEL, Cloudflare and Coolify: plan, apply, status.",
     ),
+    "schedule": LazyCommand(
+        "trueup.cli.schedule_commands:schedule_app",
+        "Run trueup on a schedule: systemd timer, launchd agent or Task Scheduler task.",
+    ),
     "fakes": LazyCommand(
         "trueup.cli.fakes:fakes_app", "Fake Cloudflare, Coolify and ZITADEL servers."
     ),

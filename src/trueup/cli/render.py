@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trueup.cli.output import visible
 from trueup.model import Action, ActionType, Outcome, Plan
@@ -127,6 +127,20 @@ def action_row(action: Action, step: str, style: str) -> tuple[Text, ...]:
     if action.migrates:
         what.append(" (migrates)", style="yellow")
     return (Text(action.resource_id), Text(action.kind, style="dim"), Text(step, style), what)
+
+
+def plan_json(the_plan: Plan) -> dict[str, Any]:
+    """A plan in a command's JSON envelope: its identity, summary, body and confirmation."""
+    from trueup.execute.gates import confirm_command, needs_confirmation
+
+    risky = needs_confirmation(the_plan.actions)
+    return {
+        "digest": the_plan.digest,
+        "summary": plan_summary(the_plan),
+        "plan": the_plan.body(),
+        # The apply that types the target's name, when a step destroys or migrates data.
+        "confirm": confirm_command(the_plan) if risky else None,
+    }
 
 
 def plan_summary(plan: Plan) -> str:
