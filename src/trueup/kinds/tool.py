@@ -27,6 +27,7 @@ from trueup.canonical import sha256_hex
 from trueup.errors import ApplyFailedError, UsageError
 from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext
 from trueup.model import Action, ActionType, Applied, Evidence, Observed, Resource
+from trueup.private import write_file
 from trueup.process import locate, run
 
 if TYPE_CHECKING:
@@ -257,8 +258,7 @@ class ToolKind(Kind):
             return None
         recipe, version = action.payload["recipe"], action.payload["version"]
         if recipe["manager"] == "download":
-            data = _download(recipe["url"], recipe["sha256"])
-            ctx.writer.write(ctx.path_str(resource.target), data, executable=True)
+            _install_file(ctx.path_str(resource.target), _download(recipe["url"], recipe["sha256"]))
             return None
         argv = install_argv(recipe, version)
         ran = run(argv, timeout=resource.spec["timeout"], cwd=ctx.root)
@@ -297,6 +297,22 @@ def _found_version(output: str, want: str) -> str | None:
         return want
     match = _VERSION_IN_OUTPUT.search(output)
     return match.group(0) if match else None
+
+
+def _install_file(path: str, data: bytes) -> None:
+    """Put an executable at ``path`` whole: written beside it, then renamed over it.
+
+    Not staged through the run's writer: an installer is not rolled back, and a
+    tool's binary is no file of the profile's to restore.
+    """
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temp = f"{path}.trueup-{os.getpid()}.tmp"
+    try:
+        write_file(temp, data, 0o755)
+        os.replace(temp, path)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
 
 
 def _download(url: str, sha256: str) -> bytes:
