@@ -59,6 +59,15 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "trueup.cli.source_commands:source_app",
         "Be the source many machines follow: keys, signed revisions, invitations, the fleet.",
     ),
+    "follow": LazyCommand(
+        "trueup.cli.follow_commands:follow",
+        "Enroll with a source: pin its certificate and signing key, keep the credential.",
+    ),
+    "sync": LazyCommand(
+        "trueup.cli.follow_commands:sync",
+        "Fetch the newest revision for this machine, verify it, plan it, and with --apply "
+        "apply it.",
+    ),
 }
 
 

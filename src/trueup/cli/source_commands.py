@@ -24,7 +24,9 @@ HostOpt = Annotated[
 ]
 PortOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--port", min=1, max=65535, help="Port to listen on (default 8443)."),
+    typer.Option(
+        "--port", min=0, max=65535, help="Port to listen on (default 8443; 0: any free one)."
+    ),
 ]
 
 
@@ -184,6 +186,175 @@ def show(
         return 0
 
     run_command(out, body)
+
+
+@source_app.command("serve")
+def serve(
+    host: HostOpt = None,
+    port: PortOpt = None,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Serve revisions to followers over HTTPS until stopped (Ctrl-C, SIGTERM)."""
+    out = Output("source serve", json_out)
+
+    def body() -> int:
+        import sys
+
+        from trueup.source.admin import keys_for
+        from trueup.source.keys import DEFAULT_PORT
+        from trueup.source.server import LOOPBACK, SourceApp, bind
+        from trueup.source.server import serve as run_server
+
+        engine = engine_for(state)
+        keys = keys_for(engine).require()
+        where = host or "127.0.0.1"
+        sock = bind(where, DEFAULT_PORT if port is None else port)
+        shown = f"[{where}]" if ":" in where else where
+        endpoint = f"https://{shown}:{sock.getsockname()[1]}"
+        _ = engine.store  # a store that cannot be opened stops it here, not at the first request
+        keys.remember_endpoint(endpoint)
+        out.report(f"serving on {endpoint}", {"endpoint": endpoint})
+        if where not in LOOPBACK:
+            out.err.print(f"note: listening on {where}, not only on this machine", markup=False)
+        sys.stdout.flush()
+        run_server(SourceApp(engine.settings.state_url, keys), keys, sock)
+        return 0
+
+    run_command(out, body)
+
+
+@source_app.command("invite")
+def invite(
+    group: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--group", help="A group the follower joins (repeatable)."),
+    ] = None,
+    expires: Annotated[
+        str, typer.Option("--expires", help="How long it may be used: 15m, 2h, at most 24h.")
+    ] = "15m",
+    endpoint: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--endpoint", help="Where followers reach `source serve` (https://HOST:PORT)."
+        ),
+    ] = None,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Print a single-use invitation: endpoint, both fingerprints, groups, expiry, a code."""
+    out = Output("source invite", json_out)
+
+    def body() -> int:
+        seconds = _duration(expires)
+        admin = _admin(state)
+        text, until = admin.invite(endpoint or admin.keys.endpoint(), group or [], seconds)
+        if json_out:
+            out.envelope("ok", 0, "invitation made", {"invitation": text, "expires": until})
+        else:
+            print(text)
+            out.err.print(
+                f"single use, valid {expires}; on the follower: trueup follow INVITATION "
+                "--name NAME",
+                markup=False,
+            )
+        return 0
+
+    run_command(out, body)
+
+
+@source_app.command("followers")
+def followers(state: StateOpt = None, json_out: JsonOpt = False) -> None:
+    """Every enrolled follower, its groups, and whether it was revoked."""
+    out = Output("source followers", json_out)
+
+    def body() -> int:
+        found = _admin(state).rows.followers()
+        if json_out:
+            out.envelope("ok", 0, f"{len(found)} followers", [f.to_json() for f in found])
+            return 0
+        if not found:
+            out.report("no follower yet; next: trueup source invite", [])
+            return 0
+        _table(
+            out,
+            ["name", "id", "groups", "enrolled", "revoked"],
+            [
+                [f.name, f.id, ", ".join(f.groups) or "-", f.enrolled_at, f.revoked_at or "-"]
+                for f in found
+            ],
+        )
+        return 0
+
+    run_command(out, body)
+
+
+@source_app.command("revoke")
+def revoke(
+    follower: Annotated[str, typer.Argument(help="The follower's name or id.")],
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Revoke a follower: its next request is refused (it exits 5)."""
+    out = Output("source revoke", json_out)
+
+    def body() -> int:
+        found = _admin(state).revoke(follower)
+        out.report(f"follower {found.name} revoked", found.to_json(), "revoked")
+        return 0
+
+    run_command(out, body)
+
+
+@source_app.command("status")
+def status(
+    follower: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Argument(help="One follower's name or id (default: the whole fleet)."),
+    ] = None,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The fleet as followers last reported: revision, outcome, drift, when."""
+    out = Output("source status", json_out)
+
+    def body() -> int:
+        reports = _admin(state).fleet(follower)
+        if json_out:
+            out.envelope("ok", 0, f"{len(reports)} followers", [r.to_json() for r in reports])
+            return 0
+        if not reports:
+            out.report("no follower yet; next: trueup source invite", [])
+            return 0
+        _table(
+            out,
+            ["follower", "groups", "revision", "outcome", "drift", "reported"],
+            [
+                [
+                    r.follower.name + (" (revoked)" if r.follower.revoked_at else ""),
+                    ", ".join(r.follower.groups) or "-",
+                    r.seq if r.seq is not None else "-",
+                    r.outcome or "never synced",
+                    ", ".join(d["rid"] for d in r.detail.get("drift", [])) or "-",
+                    r.reported_at or "-",
+                ]
+                for r in reports
+            ],
+        )
+        return 0
+
+    run_command(out, body)
+
+
+def _duration(text: str) -> int:
+    """``15m``, ``2h``, ``90s``, ``1d`` as seconds; a usage error otherwise."""
+    from trueup.errors import UsageError
+
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    number, unit = text[:-1], text[-1:]
+    if unit not in units or not number.isdigit():
+        raise UsageError(f"--expires {text!r}: expected a number and s, m, h or d, e.g. 15m")
+    return int(number) * units[unit]
 
 
 def _table(out: Output, columns: list[str], rows: list[list[Any]]) -> None:

@@ -31,7 +31,6 @@ from trueup.state.store import now
 SOURCE = Target("source", "revisions", "this source's revisions and followers", "")
 INVITE_PREFIX = "trueup-invite:"
 MAX_INVITE_SECONDS = 24 * 3600
-DEFAULT_PORT = 8443
 
 
 def keys_for(session: Session) -> SourceKeys:
@@ -156,10 +155,6 @@ class SourceAdmin:
             found = self.find(name)
             reports = [r for r in reports if r.follower.id == found.id]
         return reports
-
-
-def default_endpoint(host: str | None = None, port: int | None = None) -> str:
-    return f"https://{host or '127.0.0.1'}:{port or DEFAULT_PORT}"
 
 
 def new_follower_id() -> str:

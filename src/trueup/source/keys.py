@@ -24,8 +24,12 @@ if TYPE_CHECKING:  # cryptography loads only when a key is used
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 SIGNING_KEY = "signing.key"
+#: The raw public half: a serving host needs it, never the private key.
+SIGNING_PUBLIC = "signing.pub"
 TLS_KEY = "tls.key"
 TLS_CERT = "tls.crt"
+ENDPOINT = "endpoint"
+DEFAULT_PORT = 8443
 #: A self-signed certificate is its own authority; followers pin it, not a CA.
 CERT_DAYS = 3650
 
@@ -59,8 +63,18 @@ class SourceKeys:
     def tls_cert(self) -> Path:
         return self.folder / TLS_CERT
 
+    def remember_endpoint(self, endpoint: str) -> None:
+        """Where ``source serve`` listens, for the invitations made next."""
+        write_file(self.folder / ENDPOINT, endpoint.encode(), 0o644)
+
+    def endpoint(self) -> str:
+        try:
+            return (self.folder / ENDPOINT).read_text().strip()
+        except FileNotFoundError:
+            return f"https://127.0.0.1:{DEFAULT_PORT}"
+
     def exists(self) -> bool:
-        return (self.folder / SIGNING_KEY).exists() and self.tls_cert.exists()
+        return all((self.folder / name).exists() for name in (SIGNING_PUBLIC, TLS_CERT))
 
     def require(self) -> SourceKeys:
         if not self.exists():
@@ -71,13 +85,7 @@ class SourceKeys:
         return self
 
     def public_key(self) -> bytes:
-        from cryptography.hazmat.primitives import serialization
-
-        return (
-            self._signer()
-            .public_key()
-            .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-        )
+        return (self.folder / SIGNING_PUBLIC).read_bytes()
 
     def signing_fingerprint(self) -> str:
         return fingerprint(self.public_key())
@@ -116,6 +124,10 @@ class SourceKeys:
                 serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, pem
             ),
         )
+        public = signing.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+        write_file(self.folder / SIGNING_PUBLIC, public, 0o644)
         key, cert = _self_signed(hosts)
         write_file(self.tls_key, key)
         write_file(self.tls_cert, cert, 0o644)

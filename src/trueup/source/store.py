@@ -174,7 +174,11 @@ class SourceStore:
         )
 
     def enroll(self, code: str, name: str, follower_id: str, credential: str) -> Follower:
-        """Use an invitation once: a follower with its groups, or ``LookupError`` saying why."""
+        """Use an invitation once: a follower with its groups.
+
+        ``LookupError`` says why the invitation is not valid; ``ValueError``, that
+        the name is taken (the invitation is then left unused).
+        """
         digest = sha256_hex(code.encode())
         with self.db.transaction():
             row = self.db.one(
@@ -191,7 +195,7 @@ class SourceStore:
                 self.db.one("SELECT 1 FROM source_followers WHERE name = :n", {"n": name})
                 is not None
             ):
-                raise LookupError(f"a follower named {name!r} is enrolled already")
+                raise ValueError(f"a follower named {name!r} is enrolled already")
             at = now()
             self.db.execute(
                 "UPDATE source_invitations SET used_by = :f, used_at = :at WHERE digest = :d "
