@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from trueup.execute.executor import RunResult
-from trueup.execute.rollback import RollbackStore
 from trueup.model import Action, Plan
 from trueup.pipeline import Pipeline, abandon, recover
 from trueup.saved_plans import load_saved_plan, save_plan
@@ -20,6 +19,10 @@ from trueup.session import Session
 from trueup.state.store import RunInfo
 from trueup.targets.base import Progress
 from trueup.targets.profile import Prepared, ProfileTarget, preview, rollback_for
+
+if TYPE_CHECKING:
+    from trueup.execute.executor import RunResult
+    from trueup.execute.rollback import RollbackStore
 
 __all__ = ["Engine", "Prepared"]
 

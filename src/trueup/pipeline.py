@@ -13,22 +13,21 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol
 
 from trueup import audit
 from trueup.crashpoints import reach
 from trueup.errors import ConflictError, UsageError
-from trueup.execute.executor import RunResult, signals_interrupt
 from trueup.execute.gates import needs_confirmation, target_command
-from trueup.execute.leftovers import sweep_abandoned
-from trueup.fs import WritableFS
 from trueup.model import Plan
 from trueup.saved_plans import is_saved_plan, load_saved_plan
 from trueup.session import Session
 from trueup.state.store import RunInfo
 from trueup.targets.base import P, Progress, R, TargetAdapter
 from trueup.targets.profile import rollback_for
-from trueup.targets.profile_recovery import recover as recover_profile
+
+if TYPE_CHECKING:  # a plan, answered from memory or not, loads no executor (a run does)
+    from trueup.execute.executor import RunResult
 
 
 class Pipeline(Generic[P, R]):
@@ -101,6 +100,8 @@ class Pipeline(Generic[P, R]):
         self.target.guard(prepared, gates)
         if not self.target.has_work(plan):
             return self.target.settled(prepared, gates)
+        from trueup.execute.executor import signals_interrupt
+
         store = session.store
         # While the run holds the lock, SIGTERM ends it as Ctrl-C would.
         with signals_interrupt(KeyboardInterrupt):
@@ -135,6 +136,8 @@ def recover(session: Session, run_id: str | None, progress: Progress | None = No
             return org.recover(run).run_result()
         finally:
             org.close_services()
+    from trueup.targets.profile_recovery import recover as recover_profile
+
     return recover_profile(session, run, progress)
 
 
@@ -147,6 +150,9 @@ def abandon(session: Session, run_id: str | None) -> RunInfo:
         session.take(run)
     except ConflictError as exc:
         raise gates.refuse(exc) from None
+    from trueup.execute.leftovers import sweep_abandoned
+    from trueup.fs import WritableFS
+
     rollback = rollback_for(session, run)
     fs = WritableFS(tag=run.id)
     rollback.sweep_temp_files(fs)

@@ -4,8 +4,6 @@ Verification failure exits 7 (the same code as a failed verification of an
 apply): the log is not what was written.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer

@@ -4,8 +4,6 @@ It serves the same fakes the tests use (`trueup.testing.servers`) and prints
 shell exports that point trueup at them. The fake tokens are not secrets.
 """
 
-from __future__ import annotations
-
 import shlex
 import sys
 from pathlib import Path

@@ -1,7 +1,5 @@
 """``trueup grant`` and ``trueup token``: who may plan or apply what, and service tokens."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

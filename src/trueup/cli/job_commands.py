@@ -1,7 +1,5 @@
 """``trueup worker`` and ``trueup jobs``: the shared queue of applies."""
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer

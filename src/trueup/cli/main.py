@@ -1,7 +1,5 @@
 """``trueup``: the command line. Thin by design: parse, call the engine, render."""
 
-from __future__ import annotations
-
 import os
 import shlex
 import sys
@@ -269,8 +267,13 @@ def apply(
 
 
 def _apply_with_progress(
-    out: Output, engine: Engine, prepared: Prepared, expected: Plan, typed: str | None, paused: bool
-) -> RunResult | None:
+    out: Output,
+    engine: "Engine",
+    prepared: "Prepared",
+    expected: "Plan",
+    typed: str | None,
+    paused: bool,
+) -> "RunResult | None":
     total = len(expected.changes)
     if out.json_mode or total <= 40 or not out.console.is_terminal:
         return engine.apply(prepared, expected, confirmation=typed, paused=paused)

@@ -5,8 +5,6 @@ provider modules (and httpx) are imported only when one of these commands
 runs, so ``trueup --help`` and the machine commands stay fast.
 """
 
-from __future__ import annotations
-
 import shlex
 import sys
 from pathlib import Path
@@ -38,14 +36,14 @@ InsecureHttpOpt = Annotated[
 ]
 
 
-def _org_engine(state: str | None, insecure_http: bool = False) -> OrgEngine:
+def _org_engine(state: str | None, insecure_http: bool = False) -> "OrgEngine":
     from trueup.org import engine  # providers load only when an org command runs
 
     base = engine_for(state)
     return engine.OrgEngine(base.settings, base, insecure_http=insecure_http)
 
 
-def _plan_json(prepared: OrgPrepared, plan: Plan) -> dict[str, Any]:
+def _plan_json(prepared: "OrgPrepared", plan: "Plan") -> dict[str, Any]:
     from trueup.cli.org_render import org_summary
 
     return {

@@ -1,7 +1,5 @@
 """``trueup state migrate``: bring the state store's schema to what this trueup needs."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated, Optional
 

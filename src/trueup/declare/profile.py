@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trueup import __version__, kinds
 from trueup.canonical import digest, sha256_hex, storage_json
+from trueup.declare.declared import Profile
 from trueup.declare.files import read_document
 from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS
@@ -39,15 +39,6 @@ if TYPE_CHECKING:
 # 4: [profile] has allow_sources_outside; 5: resources keep their groups
 CACHE_FORMAT = f"trueup-profile-cache/{__version__}/5"
 Entry = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Profile:
-    id: str
-    name: str
-    path: Path
-    resources: tuple[Resource, ...]
-    digest: str
 
 
 def load_profile(path: Path, fs: ReadOnlyFS, cache_dir: Path | None = None) -> Profile:

@@ -13,16 +13,13 @@ import time
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trueup import audit, kinds
 from trueup.canonical import sha256_hex
-from trueup.declare.profile import Profile, load_profile
+from trueup.declare.declared import Profile
 from trueup.errors import UsageError, os_problem, user_paths
-from trueup.execute.executor import Executor, RunResult
-from trueup.execute.gates import Gates
-from trueup.execute.rollback import RollbackStore
-from trueup.fs import FileTooLargeError, ReadOnlyFS, WritableFS
-from trueup.kinds.base import ObserveContext
+from trueup.fs import FileTooLargeError, ReadOnlyFS
 from trueup.model import (
     OVERSIZED,
     UNREADABLE,
@@ -37,11 +34,16 @@ from trueup.model import (
 )
 from trueup.paths import RootResolver, TargetError, find_overlaps, within
 from trueup.plan.memo import PlanMemo, Remembered
-from trueup.plan.planner import compute_plan
 from trueup.session import Session
 from trueup.statcache import Witness
 from trueup.state.store import RunInfo
 from trueup.targets.base import Progress, check_overwrite, drift_items
+
+if TYPE_CHECKING:  # what only a computed plan or a run needs loads with it, not with a memo's
+    from trueup.execute.executor import RunResult
+    from trueup.execute.gates import Gates
+    from trueup.execute.rollback import RollbackStore
+    from trueup.kinds.base import ObserveContext
 
 # The audit event a refused permission is recorded under.
 _EVENT = {"plan": "plan.computed", "apply": "plan.applied"}
@@ -105,6 +107,10 @@ class ProfileTarget:
             history = self.session.store.run_history(target.key)
             if history == remembered.history and remembered.holds():
                 return self._remembered(remembered, path, root, history)
+        from trueup.declare.profile import load_profile
+        from trueup.kinds.base import ObserveContext
+        from trueup.plan.planner import compute_plan
+
         cache = self.session.store.load_stat_cache()
         witnesses: dict[str, Witness] = {}
         fs = ReadOnlyFS(cache, self.session.settings.max_file_bytes, witnesses)
@@ -194,6 +200,9 @@ class ProfileTarget:
         An apply, a recovery and a queued job's step all run a profile this
         way; a job's step leaves finishing the run to its worker (``finish_run``).
         """
+        from trueup.execute.executor import Executor
+        from trueup.fs import WritableFS
+
         cache = prepared.fs.cache
         fs = WritableFS(cache, self.session.settings.max_file_bytes, tag=run.id)
         executor = Executor(
@@ -215,6 +224,8 @@ class ProfileTarget:
 
 def rollback_for(session: Session, run: RunInfo) -> RollbackStore:
     """Where a run of a profile keeps what it replaced, to restore on failure or recovery."""
+    from trueup.execute.rollback import RollbackStore
+
     return RollbackStore(
         session.settings.data / "rollback" / run.id, Path(run.target.location), run.host
     )
@@ -323,6 +334,8 @@ def preview(prepared: Prepared, action: Action) -> str:
     """The diff a person reviews before applying ``action`` (read-only)."""
     if action.handed_over is not None:  # only forgotten: the target stays as it is
         return ""
+    from trueup.kinds.base import ObserveContext
+
     resource = prepared.resources.get(action.resource_id)
     if resource is None:
         resource = prepared.applied[action.resource_id].resource
