@@ -224,7 +224,7 @@ class Executor:
         try:
             with signals_interrupt():
                 for batch in self._batches(pending):
-                    if kinds.get(batch[0][1].kind).restorable:
+                    if not kinds.get(batch[0][1].kind).concurrent:
                         self._batch(batch)
                     else:
                         scheduler = RemoteScheduler(
@@ -278,11 +278,11 @@ class Executor:
     def _batches(
         self, pending: Sequence[tuple[int, Action]]
     ) -> Iterator[Sequence[tuple[int, Action]]]:
-        """Local actions in batches; consecutive remote (non-restorable) ones together.
+        """Local actions in batches; consecutive concurrent (remote) ones together.
 
         The remote ones go to the scheduler, which journals each ``running``
         right before its call and records what the call returned right after
-        it. A local action
+        it; any other kind that cannot be restored runs alone. A local action
         whose target a removal earlier in the batch frees (a folder declared
         where a file was, or a file where a folder of trueup's files was) starts
         a new batch: the removal must be committed before anything is staged at
@@ -311,7 +311,13 @@ class Executor:
             if batch:
                 yield batch
                 batch, freed = [], set()
-            remote.append(item)
+            if kinds.get(action.kind).concurrent:
+                remote.append(item)
+                continue
+            if remote:
+                yield remote
+                remote = []
+            yield [item]  # not restorable, not concurrent (an installer): alone
         if remote:
             yield remote
         if batch:
@@ -558,7 +564,8 @@ class Executor:
         The record keeps its verified digest: the intent only adds what the
         call will have made true if it happened.
         """
-        _, action = self._step.current  # the remote step this worker thread runs
+        # The concurrent step this worker thread runs, else the one action in flight.
+        _, action = getattr(self._step, "current", None) or self._current[0]
         record = self.applied.get(action.resource_id)
         detail = {**(record.detail if record else {}), INTENT: dict(intent)}
         stamp = now()

@@ -128,6 +128,10 @@ class Kind:
     #: journaled before its remote call. (Whether a kind's targets are paths, which
     #: the planner asks, is plan/restructure.py's ``PathKind``, not this.)
     restorable: ClassVar[bool] = True
+    #: Whether independent actions of this kind may run at once, each in its own
+    #: thread (execute/remote_scheduler.py): provider API calls, which share no
+    #: file system writer. Implies not ``restorable``.
+    concurrent: ClassVar[bool] = False
     #: Whether what ``observe`` reads is all under the root, so the stat witnesses
     #: of a remembered no-op plan (plan/memo.py) would notice it change. A tool's
     #: version or a credential in the keyring is not: a plan holding one is

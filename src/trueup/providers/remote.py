@@ -67,6 +67,7 @@ class RemoteKind(Kind):
 
     provider: ClassVar[str]
     restorable = False
+    concurrent = True
     policies = ("replace-if-unmodified",)
     #: What dropping the resource from the declaration does: delete it, or stop managing it.
     removal: ClassVar[str] = "delete"
