@@ -371,7 +371,9 @@ def abandon(
 
 @app.command()
 def schema(
-    what: Annotated[str, typer.Argument(help="Which schema: profile or org.")] = "profile",
+    what: Annotated[
+        str, typer.Argument(help="Which schema: profile, org or doctor (its --json).")
+    ] = "profile",
     json_out: JsonOpt = False,
 ) -> None:
     """Print the JSON Schema of a declaration file (for editors: the schema itself)."""

@@ -52,6 +52,10 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "trueup.cli.schedule_commands:schedule_app",
         "Run trueup on a schedule: systemd timer, launchd agent or Task Scheduler task.",
     ),
+    "doctor": LazyCommand(
+        "trueup.cli.doctor_commands:doctor",
+        "Is this machine healthy? Probes each part trueup relies on, with next steps.",
+    ),
     "fakes": LazyCommand(
         "trueup.cli.fakes:fakes_app", "Fake Cloudflare, Coolify and ZITADEL servers."
     ),

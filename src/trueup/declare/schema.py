@@ -88,4 +88,11 @@ def schema_for(what: str) -> dict[str, Any]:
         from trueup.org.declared import OrgFile
 
         return OrgFile.model_json_schema()
-    raise UsageError(f"unknown schema {what!r}; expected: profile or org")
+    if what == "doctor":
+        import json
+
+        from trueup.doctor import schema_path
+
+        document: dict[str, Any] = json.loads(schema_path().read_text())
+        return document
+    raise UsageError(f"unknown schema {what!r}; expected: profile, org or doctor")

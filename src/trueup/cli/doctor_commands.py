@@ -1,0 +1,55 @@
+"""``trueup doctor``: is this machine healthy, and if not, what next?"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from trueup.cli.common import JsonOpt, StateOpt, run_command
+from trueup.cli.output import Output
+from trueup.errors import ExitCode
+
+_STYLE = {"healthy": "green", "degraded": "yellow", "unhealthy": "bold red"}
+
+
+def doctor(
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.1, help="Seconds each probe may take.")
+    ] = 10.0,
+    state: StateOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Probe runtime, state store, keyring, source, scheduler, package managers and agents.
+
+    Exit 0 when nothing is unhealthy (degraded parts are listed with their next
+    step), 3 when something is: a person must act.
+    """
+    out = Output("doctor", json_out)
+
+    def body() -> int:
+        from trueup.doctor import diagnose
+        from trueup.settings import Settings
+
+        report = diagnose(Settings.from_env(state=state), timeout)
+        code = int(ExitCode.HUMAN_ACTION if report.status == "unhealthy" else ExitCode.OK)
+        if json_out:
+            out.envelope(report.status, code, f"this machine is {report.status}", report.to_json())
+            return code
+        from rich.markup import escape
+        from rich.table import Table
+
+        table = Table("check", "status", "what", "next step")
+        for check in report.checks:
+            style = _STYLE[check.status]
+            table.add_row(
+                check.name,
+                f"[{style}]{check.status}[/]",
+                escape(check.summary),
+                escape(check.next_step),
+            )
+        out.console.print(table)
+        out.print(f"this machine is {report.status}")
+        return code
+
+    run_command(out, body)
