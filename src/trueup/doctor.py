@@ -9,7 +9,6 @@ source that does not answer is reported as such, not waited on for ever.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import threading
@@ -184,21 +183,59 @@ def keyring_backend(settings: Settings) -> Check:
 
 
 def source(settings: Settings) -> Check:
-    """Followers (source and pins) are not built on this trueup yet: said so, not guessed."""
-    if importlib.util.find_spec("trueup.source.follower") is None:
+    """The source this machine follows: enrolled, its credential here, reachable, its
+    certificate still the pinned one (the client refuses any other before sending)."""
+    from trueup.errors import TrueupError
+    from trueup.source.client import SourceClient
+    from trueup.source.follower import FollowerHome
+
+    home = FollowerHome(settings.data)
+    if not home.enrolled():
         return Check(
             "source",
             "healthy",
             "not enrolled: this machine follows no source (profiles are applied locally)",
-            "none",
+            "none (to follow one: trueup follow INVITE --name NAME)",
             {"enrolled": False},
         )
+    member = home.membership()
+    detail = {
+        "enrolled": True,
+        "name": member.name,
+        "endpoint": member.endpoint,
+        "tls_pin": member.tls,
+        "signing_pin": member.signing,
+        "groups": member.groups,
+    }
+    etags = [r["etag"] for r in home.last().get("roots", {}).values() if r.get("etag")]
+    try:
+        client = SourceClient(member.endpoint, member.tls, home.credential(member))
+        try:
+            answer = client.request(
+                "GET", "/v1/revision", headers={"If-None-Match": etags[0]} if etags else {}
+            )
+        finally:
+            client.close()
+    except TrueupError as exc:
+        return Check("source", "unhealthy", exc.message, exc.hint or "trueup sync", detail)
+    if answer.status == 404:
+        return Check(
+            "source",
+            "degraded",
+            f"{member.endpoint} answers, but has published no revision yet",
+            "on the source: trueup source publish PROFILE",
+            detail,
+        )
+    if answer.status not in (200, 304):
+        step = "check the source's log"
+        return Check("source", "unhealthy", f"the source answered {answer.status}", step, detail)
     return Check(
         "source",
-        "degraded",
-        "this trueup can follow a source, but doctor cannot read its pins yet",
-        "check the follower with its own status command",
-        {"enrolled": None},
+        "healthy",
+        f"following {member.endpoint} as {member.name}: reachable, its certificate is the "
+        "pinned one",
+        "none",
+        detail,
     )
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+from fleet import Machine, invite, serving
+from test_many_machines import make_source
 from world import World
 
 from trueup.doctor import schema_path
@@ -118,3 +120,21 @@ def test_doctor_human_output_is_a_table_of_every_check(world: World) -> None:
     done = world.run("doctor", env=FAIL_KEYRING)
     for name in ("runtime", "state", "keyring", "source", "scheduler", "package-managers"):
         assert name in done.out
+
+
+def test_a_follower_s_source_is_probed_reachable_then_not(world: World) -> None:
+    make_source(world)
+    laptop = Machine(world, "laptop")
+    with serving(world) as (_, endpoint):
+        assert laptop.follow(invite(world, "--group", "laptops")).code == 0
+        done = laptop.run("doctor", "--json", env=FAIL_KEYRING)
+        jsonschema.validate(done.json, json.loads(schema_path().read_text()))
+        source = checks(done.json)["source"]
+        assert source["status"] == "healthy", source
+        assert source["detail"]["endpoint"] == endpoint
+        assert source["detail"]["tls_pin"].startswith("sha256:")
+        assert source["summary"].endswith("its certificate is the pinned one")
+    gone = checks(laptop.run("doctor", "--json", env=FAIL_KEYRING).json)["source"]
+    assert gone["status"] == "unhealthy"
+    assert gone["summary"].startswith(f"cannot reach the source at {endpoint}")
+    assert "trueup source serve" in gone["next_step"]

@@ -7,6 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
+from fleet import Machine, invite, serving
+from test_many_machines import make_source
 from world import Result, World
 
 UNITS = ".config/systemd/user"
@@ -129,3 +131,21 @@ name = "AGENT_API_KEY"
     assert second.code == 0, second.out + second.err
     assert secret not in second.out + second.err
     assert world.run("plan", str(profile), "--root", str(world.root), env=keyed).code == 0
+
+
+def test_a_follower_s_schedule_syncs_from_its_source(world: World) -> None:
+    make_source(world)
+    laptop = Machine(world, "laptop")
+    with serving(world):
+        assert laptop.follow(invite(world, "--group", "laptops")).code == 0
+    done = laptop.run("schedule", "set", "every:30m", "--root", str(laptop.root), "--yes")
+    assert done.code == 0, done.out + done.err
+    service = (laptop.root / UNITS / "trueup-sync.service").read_text()
+    assert f"sync --apply --root {os.path.realpath(laptop.root)} --no-input" in service
+    assert f"Environment=TRUEUP_DATA={laptop.data}" in service
+
+
+def test_without_a_profile_or_a_source_there_is_nothing_to_schedule(world: World) -> None:
+    done = schedule(world, "set", "daily@09:00", "--yes")
+    assert done.code == 2 and "this machine follows no source" in done.err
+    assert "--profile" in done.err

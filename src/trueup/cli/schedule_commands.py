@@ -55,7 +55,11 @@ def schedule_set(
     ],
     profile: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--profile", help="The profile the job applies (`trueup apply FILE`)."),
+        typer.Option(
+            "--profile",
+            help="The profile the job applies; default: `trueup sync --apply` from the source "
+            "this machine follows.",
+        ),
     ] = None,
     timezone: Annotated[
         Optional[str],  # noqa: UP045
@@ -81,9 +85,9 @@ def schedule_set(
         system = platform or this_platform()
         refuse_unknown_platform(system)
         schedule = parse_schedule(when, timezone)
-        argv = _job_command(profile, where)
-        files = native_files(system, schedule, argv, _job_env())
         engine = engine_for(state)
+        argv = _job_command(profile, where, engine.settings.data)
+        files = native_files(system, schedule, argv, _job_env())
         store = ScheduleFiles(engine.settings.data)
         installed = Installed(system, schedule.text, argv)
         return _install(out, engine, store, where, installed, files, overwrite, yes, no_input)
@@ -285,23 +289,23 @@ def _tell_scheduler(
     return steps
 
 
-def _job_command(profile: Path | None, root: Path) -> list[str]:
-    """What the scheduler runs: this trueup, applying ``profile`` on ``root`` with no input."""
-    if profile is None:
+def _job_command(profile: Path | None, root: Path, data: Path) -> list[str]:
+    """What the scheduler runs: this trueup, applying ``profile`` on ``root`` with no
+    input; without one, syncing from the source this machine follows."""
+    from trueup.source.follower import FollowerHome
+
+    where = ["--root", os.path.realpath(root), "--no-input"]
+    if profile is not None:
+        if not profile.is_file():
+            raise UsageError(f"--profile {profile}: no such file")
+        return [_trueup_executable(), "apply", os.path.abspath(profile), *where]
+    if not FollowerHome(data).enrolled():
         raise UsageError(
-            "schedule set needs --profile FILE: the profile the job applies",
+            "this machine follows no source, so there is nothing to sync: give --profile FILE, "
+            "the profile the job applies",
             hint="e.g. trueup schedule set daily@09:00 --profile ~/setup/workstation.toml",
         )
-    if not profile.is_file():
-        raise UsageError(f"--profile {profile}: no such file")
-    return [
-        _trueup_executable(),
-        "apply",
-        os.path.abspath(profile),
-        "--root",
-        os.path.realpath(root),
-        "--no-input",
-    ]
+    return [_trueup_executable(), "sync", "--apply", *where]
 
 
 def _trueup_executable() -> str:
