@@ -34,13 +34,7 @@ from trueup.model import Action, ActionType
 
 #: Steps in flight per provider by default: within each one's rate limit
 #: (Cloudflare 1200 per 5 min, Coolify 200 per min) with a margin for bursts.
-DEFAULT_LIMITS: Mapping[str, int] = {
-    "cloudflare": 16,
-    "coolify": 6,
-    "zitadel": 8,
-    # Tool installers share package managers' locks (apt, npm's global folder).
-    "tool": 1,
-}
+DEFAULT_LIMITS: Mapping[str, int] = {"cloudflare": 16, "coolify": 6, "zitadel": 8}
 #: Any other provider's bound.
 FALLBACK_LIMIT = 4
 #: The variable that caps every provider's bound (1: one step at a time).
