@@ -296,14 +296,22 @@ class Plan:
         return tuple(a for a in self.actions if a.type is kind)
 
     @classmethod
-    def from_body(cls, body: JSONMap, known_digest: str | None = None) -> Plan:
-        """The plan a body describes; ``known_digest`` is trusted (our own cache only)."""
+    def from_body(
+        cls,
+        body: JSONMap,
+        known_digest: str | None = None,
+        actions: tuple[Action, ...] | None = None,
+    ) -> Plan:
+        """The plan a body describes; ``known_digest`` is trusted (our own cache only),
+        and so are ``actions`` in place of the body's (plan/memo.py keeps them as rows)."""
         plan = cls(
             target=Target.from_json(body["target"]),
             source=body["source"],
             declaration=body["declaration"],
             observed=body["observed"],
-            actions=tuple(Action.from_json(a) for a in body["actions"]),
+            actions=tuple(Action.from_json(a) for a in body["actions"])
+            if actions is None
+            else actions,
             force=tuple(body.get("force", ())),
         )
         if known_digest is not None:

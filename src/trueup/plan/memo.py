@@ -16,7 +16,11 @@ strength of a remembered plan: anything with something to do is computed.
 The memo is stored with ``marshal``, not JSON: it is read on every no-op plan
 and holds a witness per path, which ``marshal`` loads faster than JSON.
 Unlike pickle, ``marshal`` builds only plain values and runs no code; its
-format is keyed by Python version here, as any other change of format.
+format is keyed by Python version here, as any other change of format. The
+witnesses are one list of paths and one ``array('q')`` of their stats, five
+numbers a path, and the actions are rows of their fields: at 10,000 files
+loading and decoding those took half of a remembered plan's own time as
+dicts of tuples and action bodies (bench/README.md).
 """
 
 from __future__ import annotations
@@ -27,48 +31,66 @@ import json
 import marshal
 import os
 import sys
-from dataclasses import dataclass
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from trueup import __version__
 from trueup.canonical import sha256_hex
-from trueup.model import Plan
+from trueup.model import Action, ActionType, Plan
 from trueup.private import make_folders, write_file
 from trueup.statcache import Witness, racy, witness_of
 
+#: An action's fields in the order of its rows; a field added to Action changes the format.
+_FIELDS = tuple(f.name for f in fields(Action))
+_TYPE_AT = _FIELDS.index("type")
+_TYPES = {t.value: t for t in ActionType}
 FORMAT = (
-    f"trueup-plan-memo/{__version__}/2/marshal-{marshal.version}/"
-    f"py{sys.version_info[0]}.{sys.version_info[1]}"
+    f"trueup-plan-memo/{__version__}/3/marshal-{marshal.version}/"
+    f"py{sys.version_info[0]}.{sys.version_info[1]}/{','.join(_FIELDS)}"
 )
+#: The stats of a path that was absent.
+_ABSENT = (-1, -1, -1, -1, -1)
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
 class Remembered:
-    """A plan found in the memo; ``witnesses`` are still to be checked."""
+    """A plan found in the memo; the witnesses (``paths`` and their ``stats``,
+    five a path) are still to be checked."""
 
     plan: Plan
     profile: dict[str, str]
     history: str
-    recorded_ns: int
-    witnesses: dict[str, Witness]
+    paths: list[str]
+    stats: array[int]
 
     def holds(self) -> bool:
-        """Whether every path still looks as it did, long enough before the recording."""
-        for path, seen in self.witnesses.items():
+        """Whether every path still looks as it did.
+
+        Each was old enough to trust when the plan was kept (``PlanMemo.keep``),
+        and the same stat means the same times, so that still holds.
+        """
+        stats = self.stats
+        at = 0
+        for path in self.paths:
             try:
                 st = os.lstat(path)
             except (FileNotFoundError, NotADirectoryError):
-                if seen is not None:
+                if stats[at] != -1:
                     return False
-                continue
-            if (
-                seen is None
-                or witness_of(st) != seen
-                or racy(st.st_mtime_ns, st.st_ctime_ns, self.recorded_ns)
-            ):
-                return False
+            else:  # witness_of's fields, compared in place: this runs once a path
+                if (
+                    st.st_mtime_ns != stats[at + 2]
+                    or st.st_ctime_ns != stats[at + 4]
+                    or st.st_ino != stats[at + 3]
+                    or st.st_size != stats[at + 1]
+                    or st.st_mode != stats[at]
+                ):
+                    return False
+            at += 5
         return True
 
 
@@ -93,15 +115,15 @@ class PlanMemo:
             document = marshal.loads(self.path.read_bytes())
             if document.get("key") != self.key:
                 return None
-            plan = Plan.from_body(document["plan"], document["digest"])
-            return Remembered(
-                plan,
-                document["profile"],
-                document["history"],
-                document["recorded_ns"],
-                document["witnesses"],
-            )
-        except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError):
+            stats = array("q")
+            stats.frombytes(document["stats"])
+            paths = document["paths"]
+            if len(stats) != 5 * len(paths):
+                return None
+            actions = _actions(document["actions"])
+            plan = Plan.from_body(document["plan"], document["digest"], actions)
+            return Remembered(plan, document["profile"], document["history"], paths, stats)
+        except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, IndexError):
             return None
 
     def keep(
@@ -116,32 +138,56 @@ class PlanMemo:
 
         ``witnesses`` are the paths the plan read; the folders holding them are
         witnessed too (a link swapped in for one, or a file added beside), and
-        below the root every folder up to it.
+        below the root every folder up to it. A plan that read a path too new
+        to trust by its stat (git's racy rule, as in the stat cache) could
+        never be answered from memory, so it is not kept.
         """
-        if plan.changes:
+        witnesses = {**witnesses, **_folders_of(witnesses, self.root)}
+        if plan.changes or any(
+            seen is not None and racy(seen[2], seen[4], recorded_ns) for seen in witnesses.values()
+        ):
             self.forget()
             return
-        witnesses = {**witnesses, **_folders_of(witnesses, self.root)}
-        document = {
-            "key": self.key,
-            "profile": profile,
-            "history": history,
-            "recorded_ns": recorded_ns,
-            "digest": plan.digest,
-            "plan": plan.body(),
-            "witnesses": witnesses,
-        }
+        body = {**plan.body(), "actions": []}
         try:
+            stats = array("q")
+            for seen in witnesses.values():
+                stats.extend(_ABSENT if seen is None else seen)
+            document = {
+                "key": self.key,
+                "profile": profile,
+                "history": history,
+                "digest": plan.digest,
+                "plan": body,
+                "actions": _rows(plan.actions),
+                "paths": list(witnesses),
+                "stats": stats.tobytes(),
+            }
             make_folders(self.path.parent)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
             write_file(tmp, marshal.dumps(document))  # 0600: a plan shows what files hold
             os.replace(tmp, self.path)
-        except (OSError, ValueError):  # ValueError: a value marshal cannot store
+        except (OSError, ValueError, OverflowError):  # a value marshal or array cannot store
             self.forget()
 
     def forget(self) -> None:
         with contextlib.suppress(OSError):
             os.unlink(self.path)
+
+
+def _rows(actions: Iterable[Action]) -> list[tuple[Any, ...]]:
+    """Each action as the tuple of its fields, its type by value (marshal takes no enum)."""
+    rows = []
+    for action in actions:
+        row = [getattr(action, name) for name in _FIELDS]
+        row[_TYPE_AT] = action.type.value
+        rows.append(tuple(row))
+    return rows
+
+
+def _actions(rows: Iterable[tuple[Any, ...]]) -> tuple[Action, ...]:
+    at = _TYPE_AT
+    return tuple(Action(*(*row[:at], _TYPES[row[at]], *row[at + 1 :])) for row in rows)
 
 
 def _folders_of(witnesses: dict[str, Witness], root: str) -> dict[str, Witness]:
