@@ -8,9 +8,10 @@ into a new root with the state store already made (a machine trueup has run
 on before), and with a new state store too (a machine's very first run,
 which builds the store with Alembic).
 
-    .venv/bin/python bench/workstation.py [--runs 7]
+    .venv/bin/python bench/workstation.py [--runs 7] [--scratch /dev/shm/trueup-ws]
 
-Scratch files go under bench/.work/workstation (git-ignored).
+Scratch files go under bench/.work/workstation (git-ignored), or --scratch:
+on tmpfs, so the disk's write-back is nobody's time.
 """
 
 from __future__ import annotations
@@ -103,8 +104,10 @@ def timed(args: list[str], data: Path, expect: tuple[int, ...] = (0,)) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
-    runs = parser.parse_args().runs
-    base = fresh(WORK)
+    parser.add_argument("--scratch", type=Path, default=WORK, help=f"instead of {WORK}")
+    args = parser.parse_args()
+    runs = args.runs
+    base = fresh(args.scratch)
     profile = make_profile(base / "profile")
     files = sum(1 for p in (base / "profile").rglob("*") if p.is_file()) - 1
     print(f"profile: 40 resources, {files} source files, 6 configs, 4 skills")
@@ -143,7 +146,8 @@ def main() -> None:
         )
         median, least = statistics.median(values) * 1000, min(values) * 1000
         print(f"{name:32} {median:10.0f} {least:8.0f}  {verdict}")
-    shutil.rmtree(WORK, ignore_errors=True)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

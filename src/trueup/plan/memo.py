@@ -142,8 +142,11 @@ class PlanMemo:
         to trust by its stat (git's racy rule, as in the stat cache) could
         never be answered from memory, so it is not kept.
         """
+        if plan.changes:
+            self.forget()
+            return
         witnesses = {**witnesses, **_folders_of(witnesses, self.root)}
-        if plan.changes or any(
+        if any(
             seen is not None and racy(seen[2], seen[4], recorded_ns) for seen in witnesses.values()
         ):
             self.forget()
