@@ -10,7 +10,7 @@ from provider_support import logged
 
 from trueup.providers.cloudflare import client as cf
 from trueup.providers.coolify import client as cl
-from trueup.providers.http import ErrorParser, HttpClient, RetryPolicy
+from trueup.providers.http import ErrorParser, HttpClient, ProviderError, RetryPolicy
 from trueup.providers.secretstore import SecretStore
 from trueup.providers.zitadel import client as zc
 from trueup.testing import FakeProviders
@@ -163,3 +163,33 @@ def test_tokens_come_from_the_environment_and_are_redacted(name: str) -> None:
     )
     assert point.token == token and redact(token) == PLACEHOLDER
     assert token not in repr(point)
+
+
+def _zitadel_error(status: int, body: dict[str, object]) -> ProviderError:
+    import httpx
+
+    from trueup.providers.zitadel.client import parse_error
+
+    request = httpx.Request("PUT", "https://zitadel.test/management/v1/projects/1")
+    message, codes = parse_error(httpx.Response(status, json=body, request=request))
+    return ProviderError("zitadel", "PUT", "/management/v1/projects/1", status, message, codes)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["No changes (COMMAND-1m88i)", "Keine Änderungen (COMMAND-1m88i)", "Errors.NoChangesFound"],
+)
+def test_zitadel_no_changes_is_told_by_code_and_error_id_in_any_language(message: str) -> None:
+    from trueup.providers.zitadel.client import _unchanged
+
+    detail = {"@type": "type.googleapis.com/zitadel.v1.ErrorDetail", "id": "COMMAND-1m88i"}
+    assert _unchanged(_zitadel_error(400, {"code": 9, "message": message, "details": [detail]}))
+
+
+def test_zitadel_another_precondition_is_not_taken_for_no_changes() -> None:
+    from trueup.providers.zitadel.client import _unchanged
+
+    other = {"code": 9, "message": "No changes? (COMMAND-Ghrh3)", "details": []}
+    assert not _unchanged(_zitadel_error(400, other))  # the id, from the message's end
+    said_so = {"code": 9, "message": "Errors.NoChangesFound", "details": []}
+    assert not _unchanged(_zitadel_error(400, said_so)), "the key alone is no id"

@@ -2,15 +2,19 @@
 
 Quirks handled: the org a call acts in is the ``x-zitadel-orgid`` header;
 lists are ``POST .../_search`` pages of at most 1000 (``totalResult`` is a
-string); names are unique per scope and a duplicate is a 409
-``Errors.*.AlreadyExists``, so replaying a create is safe and a conflict
-means "found"; an update that changes nothing is ``Errors.NoChangesFound``,
-which counts as success. The OIDC ``clientSecret`` is returned once, by the
+string); names are unique per scope and a duplicate is gRPC code 6 (AlreadyExists,
+HTTP 409), so replaying a create is safe and a conflict means "found"; an
+update that changes nothing is code 9 (FailedPrecondition, HTTP 400) with one
+of the "no changes" error ids, which counts as success. Both are told by code
+and error id, never by the message: a real server translates it ("No changes
+(COMMAND-1m88i)"), so the key ``Errors.NoChangesFound`` never reaches a client.
+The OIDC ``clientSecret`` is returned once, by the
 create call, and is handed straight to the caller (never logged or kept).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -25,23 +29,47 @@ PAGE = 1000
 EQUALS = "TEXT_QUERY_METHOD_EQUALS"
 
 
+#: gRPC status codes (google.rpc.Code) ZITADEL's errors carry.
+ALREADY_EXISTS = 6
+FAILED_PRECONDITION = 9
+#: The error ids of ZITADEL's "no changes" answers to the updates trueup sends:
+#: project (COMMAND-1m88i), role (COMMAND-5M0cs), app name (COMMAND-2m8vx), OIDC
+#: configuration (COMMAND-1m88i) and project grant (COMMAND-0o0pL).
+NO_CHANGES = frozenset({"COMMAND-1m88i", "COMMAND-5M0cs", "COMMAND-2m8vx", "COMMAND-0o0pL"})
+_TRAILING_ID = re.compile(r"\(([A-Za-z]+-[A-Za-z0-9]+)\)\s*$")
+
+
 def parse_error(response: httpx.Response) -> tuple[str, list[int | str]]:
+    """The message, and as codes the gRPC code and the error id (from details or the message)."""
     body = json_object(response)
     if body is None:
         return response.reason_phrase or "error", []
     message = str(body.get("message") or response.reason_phrase)
-    codes: list[int | str] = [message]
-    if isinstance(body.get("code"), int):
+    codes: list[int | str] = []
+    if isinstance(body.get("code"), int) and not isinstance(body.get("code"), bool):
         codes.append(body["code"])
+    ident = _error_id(body, message)
+    if ident:
+        codes.append(ident)
     return message, codes
 
 
+def _error_id(body: JSON, message: str) -> str | None:
+    for detail in body.get("details") or []:
+        if isinstance(detail, dict) and isinstance(detail.get("id"), str):
+            return str(detail["id"])
+    found = _TRAILING_ID.search(message)
+    return found[1] if found else None
+
+
 def _exists(exc: ProviderError) -> bool:
-    return exc.status == 409 or exc.has("AlreadyExists")
+    return exc.status == 409 or ALREADY_EXISTS in exc.codes
 
 
 def _unchanged(exc: ProviderError) -> bool:
-    return exc.has("Errors.NoChangesFound")
+    """An update that changed nothing: told by code and error id, whatever the language."""
+    precondition = exc.status == 400 or FAILED_PRECONDITION in exc.codes
+    return precondition and any(code in NO_CHANGES for code in exc.codes)
 
 
 class ZitadelClient:

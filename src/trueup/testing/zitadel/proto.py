@@ -71,12 +71,40 @@ MAX_LIMIT = 1000
 _HTTP = {3: 400, 5: 404, 6: 409, 7: 403, 8: 429, 9: 400, 12: 405, 13: 500, 14: 503, 16: 401}
 
 
+#: What a real server answers in place of the message key: ZITADEL translates
+#: every error (the caller's language, English by default), so no client can
+#: match the key; the gRPC code and the error id are what stay the same.
+TRANSLATIONS = {
+    "Errors.NoChangesFound": "No changes",
+    "Errors.Internal": "Internal error",
+    "Errors.Org.AlreadyExists": "Organisation name already taken",
+    "Errors.Org.NotFound": "Organisation not found",
+    "Errors.Project.AlreadyExists": "Project already exists on Organisation",
+    "Errors.Project.NotFound": "Project not found",
+    "Errors.Project.App.AlreadyExists": "Application already exists",
+    "Errors.Project.App.NotFound": "App not found",
+    "Errors.Project.App.OIDCAuthMethodNoSecret": "Auth method needs no secret",
+    "Errors.Project.Grant.AlreadyExists": "Grant already exists",
+    "Errors.Project.Grant.NotFound": "Grant not found",
+    "Errors.Project.Role.AlreadyExists": "Role already exists",
+    "Errors.Project.Role.NotFound": "Role not found",
+    "Errors.Query.LimitExceeded": "Limit is too high",
+    "Errors.Quota.RequestsExceeded": "The quota of requests is exceeded",
+    "Errors.Token.Invalid": "Token is invalid",
+}
+
+
 def error(code: int, key: str, ident: str) -> FakeHTTPError:
-    """A ZITADEL error: ``message`` is ``"<key> (<id>)"``, ``details`` one ErrorDetail."""
+    """A ZITADEL error as a real server answers it: the message translated, then the id.
+
+    ``message`` is ``"<translation> (<id>)"`` (``"No changes (COMMAND-1m88i)"``),
+    and ``details`` one ErrorDetail with the id and the translation.
+    """
+    said = TRANSLATIONS.get(key, key)
     body = {
         "code": code,
-        "message": f"{key} ({ident})",
-        "details": [{"@type": ERROR_DETAIL_TYPE, "id": ident, "message": key}],
+        "message": f"{said} ({ident})",
+        "details": [{"@type": ERROR_DETAIL_TYPE, "id": ident, "message": said}],
     }
     return FakeHTTPError(_HTTP[code], body)
 
