@@ -81,11 +81,12 @@ def sync(
             fetched = syncer.fetch(recheck)
             if fetched is None:
                 known = syncer.known()
-                out.report(
-                    f"up to date: revision {known['seq']} converged here; nothing to fetch",
-                    {"revision": known["revision"], "seq": known["seq"], "received": 0},
-                    "unchanged",
-                )
+                message = f"up to date: revision {known['seq']} converged here; nothing to fetch"
+                if json_out:
+                    data = {"revision": known["revision"], "seq": known["seq"], "received": 0}
+                    out.envelope("unchanged", 0, message, data)
+                else:
+                    print(message)  # plain print: the timer's every run need not load rich
                 return 0
             engine = engine_for(state)
             if not apply:
