@@ -85,6 +85,11 @@ class Anchor:
         if folder not in self._others and not self.holds(folder):
             self._others[folder] = Anchor(folder)
 
+    @property
+    def allowed(self) -> list[str]:
+        """The folders ``allow``ed so far (a run's rollback material names them)."""
+        return list(self._others)
+
     def _other(self, path: str) -> Anchor | None:
         for other in self._others.values():
             if other.holds(path):

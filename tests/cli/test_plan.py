@@ -32,3 +32,48 @@ def test_plan_while_a_run_is_blocked_exits_4_and_says_why(world: World, profile:
     assert planned.code == 4 and planned.json["exitCode"] == 4
     assert "locked by run" in planned.json["message"]
     assert planned.json["data"]["blocked"]["hint"]
+
+
+SKILL = """
+[profile]
+id = "p"
+name = "P"
+
+[[resource]]
+id = "review"
+kind = "skill"
+target = "skills/review"
+source = "skill"
+"""
+
+
+def test_drift_on_a_skill_names_its_files_and_shows_what_overwrite_discards(
+    world: World,
+) -> None:
+    world.write("skill/SKILL.md", "title\nstep one\n")
+    profile = str(world.write("p.toml", SKILL))
+    root = str(world.root)
+    assert world.run("apply", profile, "--root", root, "--yes").code == 0
+    world.target("skills/review/SKILL.md").write_text("title\nmy own step\nPASSWORD=s3cret-pw\n")
+    world.target("skills/review/notes.md").write_text("my notes\n")
+    shown = world.run("plan", profile, "--root", root, env={"COLUMNS": "200"})
+    assert shown.code == 4, shown.out + shown.err
+    assert "SKILL.md modified, notes.md added" in shown.out
+    assert "review (drift: what --overwrite review would discard)" in shown.out
+    assert "-my own step\n" in shown.out and "+step one\n" in shown.out
+    assert "-my notes\n" in shown.out and "s3cret-pw" not in shown.out
+    planned = world.run("plan", profile, "--root", root, "--json")
+    assert planned.code == 4 and "SKILL.md modified" in planned.json["message"]
+    [action] = planned.json["data"]["plan"]["actions"]
+    assert action["payload"]["changed"] == [
+        {"path": "SKILL.md", "change": "modified"},
+        {"path": "notes.md", "change": "added"},
+    ]
+    status = world.run("status", profile, "--root", root, "--json")
+    assert status.json["data"]["resources"][0]["files"] == action["payload"]["changed"]
+    assert status.json["message"].startswith("drift: review: modified since trueup installed")
+    live = world.run("status", profile, "--root", root)
+    assert live.code == 4 and "-my own step\n" in live.out, live.out
+    overwrite = ("--overwrite", "review", "--confirm", "P")  # notes.md is destroyed
+    assert world.run("apply", profile, "--root", root, "--yes", *overwrite).code == 0
+    assert world.target("skills/review/SKILL.md").read_text() == "title\nstep one\n"

@@ -313,3 +313,94 @@ def test_a_folder_holding_a_file_trueup_never_wrote_stays_in_the_way(machine: Ma
     action = machine.action(DIRECTORY, "d")
     assert action.type is T.DRIFT_CONFLICT
     assert "a folder is in the way at x" in action.summary
+
+
+def test_a_drifted_skill_names_each_file_added_removed_or_modified(machine: Machine) -> None:
+    machine.source("skill/SKILL.md", "v1\n")
+    machine.source("skill/gone.md", "gone\n")
+    machine.converge(SKILL)
+    machine.put("skills/s/SKILL.md", "edited\n")
+    machine.put("skills/s/notes.md", "my notes\n")
+    machine.path("skills/s/gone.md").unlink()
+    action = machine.action(SKILL, "s")
+    assert action.type is T.DRIFT_CONFLICT
+    assert action.payload["changed"] == [
+        {"path": "SKILL.md", "change": "modified"},
+        {"path": "gone.md", "change": "removed"},
+        {"path": "notes.md", "change": "added"},
+    ]
+    assert "SKILL.md modified, gone.md removed, notes.md added" in action.summary
+
+
+def test_a_skill_trueup_never_wrote_is_compared_with_the_declared_one(machine: Machine) -> None:
+    machine.source("skill/SKILL.md", "v1\n")
+    machine.source("skill/same.md", "same\n")
+    machine.put("skills/s/SKILL.md", "theirs\n")
+    machine.put("skills/s/same.md", "same\n")
+    action = machine.action(SKILL, "s")
+    assert action.payload["changed"] == [{"path": "SKILL.md", "change": "modified"}]
+    assert "differs and trueup never wrote it (SKILL.md modified)" in action.summary
+
+
+def test_the_diff_of_a_drifted_skill_is_what_overwrite_would_discard(machine: Machine) -> None:
+    machine.source("skill/SKILL.md", "title\nstep one\n")
+    (machine.base / "skill/logo.png").write_bytes(b"\x89PNG\x00\x01")
+    machine.converge(SKILL)
+    machine.put("skills/s/SKILL.md", "title\nmy own step\nAPI_TOKEN=hunter2-value\n")
+    machine.path("skills/s/logo.png").write_bytes(b"\x89PNG\x00\x02\x03")
+    machine.put("skills/s/notes.md", "my notes\n")
+    shown = machine.preview(SKILL, "s")
+    assert "--- skills/s/SKILL.md (live)\n+++ skills/s/SKILL.md (declared)\n" in shown
+    assert "-my own step\n" in shown and "+step one\n" in shown
+    assert "hunter2-value" not in shown and "-API_TOKEN=[REDACTED]\n" in shown
+    assert "skills/s/logo.png: binary, 7 bytes live, 6 bytes declared\n" in shown
+    assert "--- skills/s/notes.md (live)\n+++ /dev/null\n" in shown and "-my notes\n" in shown
+
+
+def test_a_file_named_like_a_secret_is_never_diffed(machine: Machine) -> None:
+    machine.source("skill/SKILL.md", "v1\n")
+    machine.source("skill/credentials.env", "KEY=declared\n")
+    machine.converge(SKILL)
+    machine.put("skills/s/credentials.env", "sk-live-value\n")
+    shown = machine.preview(SKILL, "s")
+    assert "skills/s/credentials.env: may hold a secret (14 bytes live), not shown" in shown
+    assert "sk-live-value" not in shown
+
+
+def test_the_diff_of_many_changed_files_is_bounded_and_counts_the_rest(machine: Machine) -> None:
+    for i in range(150):
+        machine.source(f"skill/f{i:03}.md", "".join(f"line {n}\n" for n in range(5)))
+    machine.converge(SKILL)
+    for i in range(150):
+        machine.put(f"skills/s/f{i:03}.md", "".join(f"mine {n}\n" for n in range(5)))
+    action = machine.action(SKILL, "s")
+    assert len(action.payload["changed"]) == 100 and action.payload["changed_count"] == 150
+    assert "f000.md modified, f001.md modified, f002.md modified and 147 more" in action.summary
+    shown = machine.preview(SKILL, "s")
+    assert shown.count("\n") < 230
+    assert shown.endswith(" more changed file(s) not shown (plan --json lists them)\n")
+
+
+def test_a_directory_names_the_declared_files_changed_and_diffs_them(machine: Machine) -> None:
+    machine.source("src/a.txt", "a\n")
+    machine.source("src/b.txt", "b\n")
+    machine.converge(DIRECTORY)
+    machine.put("out/a.txt", "edited\n")
+    machine.put("out/theirs.txt", "theirs\n")
+    action = machine.action(DIRECTORY, "d")
+    assert action.payload["changed"] == [{"path": "a.txt", "change": "modified"}]
+    shown = machine.preview(DIRECTORY, "d")
+    assert "-edited\n+a\n" in shown and "theirs" not in shown, "mirror-owned keeps it"
+
+
+def test_a_dropped_skill_changed_by_hand_lists_its_files(machine: Machine) -> None:
+    machine.source("skill/SKILL.md", "v1")
+    machine.converge(SKILL)
+    machine.put("skills/s/SKILL.md", "edited")
+    machine.put("skills/s/notes.md", "mine")
+    action = machine.action("", "s")
+    assert action.type is T.DRIFT_CONFLICT
+    assert action.payload["changed"] == [
+        {"path": "SKILL.md", "change": "modified"},
+        {"path": "notes.md", "change": "added"},
+    ]

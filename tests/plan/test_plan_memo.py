@@ -124,6 +124,16 @@ def test_any_change_is_seen_after_a_remembered_plan(
     assert sorted(set(found)) == sorted(set(expected)), found
 
 
+def test_a_plan_with_drift_is_never_answered_from_memory(engine: Engine, world: Path) -> None:
+    """Its diff of what --overwrite would discard is read through the resources."""
+    (world / "profile.toml").write_text(PROFILE.replace('policy = "replace"', ""))
+    assert changes(engine, world) == []
+    (world / "root/tree/a.txt").write_text("edited\n")
+    age(world)
+    assert changes(engine, world) == [("tree", "drift-conflict")]
+    assert not remembered(engine, world)
+
+
 def test_a_run_of_the_target_makes_the_memory_stale(engine: Engine, world: Path) -> None:
     assert changes(engine, world) == []
     engine.store.start_run(

@@ -169,21 +169,22 @@ def render_plan(
     print_columns(console, ("resource", "kind", "action", "what"), rows)
     if len(shown) > MAX_ROWS:
         console.print(f"[dim]… {len(shown) - MAX_ROWS} more actions (use --json for all)[/]")
+    drift = plan.by_type(ActionType.DRIFT_CONFLICT)
+    overwritable = overwritable_drift(plan.actions)
     if preview is not None:
-        _render_diffs(console, plan, preview)
+        render_diffs(console, [*plan.changes, *overwritable], preview)
     if all(a.type is ActionType.NO_OP for a in plan.actions):
         console.print(f"\n[green]converged[/]: nothing to change ({len(plan.actions)} up to date)")
     else:
         console.print(f"\n{plan_summary(plan)}")
-    drift = plan.by_type(ActionType.DRIFT_CONFLICT)
     dropped = [a for a in drift if a.payload.get("dropped")]
     by_hand = [a for a in drift if a.payload.get("by_hand") and not a.payload.get("dropped")]
-    overwritable = [a.resource_id for a in drift if a not in dropped and a not in by_hand]
     if overwritable:
+        ids = [a.resource_id for a in overwritable]
         console.print(
             "[magenta]Drift is never overwritten. To keep the local version, leave it (or "
             "declare the keys as overlay); to take the declared version, run: "
-            f"{escape(overwrite_command(plan, overwritable))}[/]"
+            f"{escape(overwrite_command(plan, ids))}[/]"
         )
     if by_hand:
         console.print(
@@ -206,6 +207,17 @@ def render_plan(
         )
 
 
+def overwritable_drift(actions: Sequence[Action]) -> list[Action]:
+    """The drift ``--overwrite`` can take over: neither fixed by hand nor no longer declared."""
+    return [
+        a
+        for a in actions
+        if a.type is ActionType.DRIFT_CONFLICT
+        and not a.payload.get("by_hand")
+        and not a.payload.get("dropped")
+    ]
+
+
 def overwrite_command(plan: Plan, ids: Sequence[str]) -> str:
     """The apply that takes the declared version of the drifted ``ids``, ready to paste."""
     from trueup.execute.gates import target_command
@@ -214,22 +226,30 @@ def overwrite_command(plan: Plan, ids: Sequence[str]) -> str:
     return target_command("apply", plan.target.kind, plan.source, plan.target.location, *overwrite)
 
 
-def _render_diffs(console: Console, plan: Plan, preview: Callable[[Action], str]) -> None:
-    """Each change's diff, until their lines exceed ``MAX_DIFF_LINES``."""
+def render_diffs(
+    console: Console, actions: Sequence[Action], preview: Callable[[Action], str]
+) -> None:
+    """Each action's diff, until their lines exceed ``MAX_DIFF_LINES``: a change's, or
+    for drift the live work that ``--overwrite`` would discard."""
     from rich.markup import escape
 
     lines = 0
-    for shown, action in enumerate(plan.changes):
+    for shown, action in enumerate(actions):
         if lines >= MAX_DIFF_LINES:
             console.print(
-                f"\n[dim]… diffs of {len(plan.changes) - shown} more changes not shown "
+                f"\n[dim]… diffs of {len(actions) - shown} more changes not shown "
                 "(trueup plan --json has every action)[/]"
             )
             return
         diff = preview(action)
         if diff:
             lines += diff.count("\n")
-            console.print(f"\n[bold]{escape(action.resource_id)}[/] ({action.type.value})")
+            what = (
+                f"drift: what --overwrite {action.resource_id} would discard"
+                if action.type is ActionType.DRIFT_CONFLICT
+                else action.type.value
+            )
+            console.print(f"\n[bold]{escape(action.resource_id)}[/] ({escape(what)})")
             console.print(diff_text(diff), end="")
 
 

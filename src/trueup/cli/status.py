@@ -41,6 +41,8 @@ def _live(out: Output, engine: Engine, file: Path, root: Path) -> int:
             "kind": a.kind,
             "status": _WORD.get(a.type, "pending change"),
             "detail": a.summary,
+            # A drifted folder's files, each added, removed or modified.
+            **({"files": a.payload["changed"]} if "changed" in a.payload else {}),
         }
         for a in plan.actions
     ]
@@ -54,13 +56,16 @@ def _live(out: Output, engine: Engine, file: Path, root: Path) -> int:
     from rich.markup import escape
     from rich.text import Text
 
-    from trueup.cli.render import print_rows
+    from trueup.cli.render import overwritable_drift, print_rows, render_diffs
 
     columns = ("resource", "kind", "status", "detail")
     print_rows(
         out.console,
         columns,
         [tuple(Text(visible(redact(str(row[c])))) for c in columns) for row in rows],
+    )
+    render_diffs(
+        out.console, overwritable_drift(plan.actions), lambda a: engine.preview(prepared, a)
     )
     again = f"; next: {target_command('apply', 'profile', str(file), str(root))}" if pending else ""
     out.print(f"{word}; {pending} pending change(s){escape(again)}")
@@ -85,7 +90,7 @@ def status_message(word: str, actions: tuple[Action, ...], pending: int) -> str:
     if drift:
         first = drift[0]
         more = f" (and {len(drift) - 1} more)" if len(drift) > 1 else ""
-        return f"drift: {first.resource_id}: {first.summary}{more}"
+        return f"drift: {first.resource_id}: {first.summary.removeprefix('drift: ')}{more}"
     human = [a for a in actions if a.type is ActionType.HUMAN_ACTION]
     if human:
         return f"needs a person: {human[0].resource_id}: {human[0].summary}"
@@ -219,7 +224,8 @@ def _recorded_message(status: str, targets: list[dict[str, Any]], runs: Sequence
     if drift:
         target, item = drift[0]
         more = f" (and {len(drift) - 1} more)" if len(drift) > 1 else ""
-        return f"drift: {target} {item['resource']}: {item['summary']}{more}"
+        summary = str(item["summary"]).removeprefix("drift: ")
+        return f"drift: {target} {item['resource']}: {summary}{more}"
     return status
 
 

@@ -93,6 +93,11 @@ class RollbackStore:
                 "missing_dirs": missing,
                 "applied": item.applied,
             }
+            # Folders outside the root its paths lie in (follow_links): a recovery in
+            # another process reaches them from themselves down, as this run does.
+            used = [f for f in fs.allowed() if any(p.startswith(f + "/") for p in item.paths)]
+            if used:  # absent from older manifests, and where none was used
+                manifest[str(item.seq)]["allowed"] = used
             if item.prunes:  # a pruned folder comes back with its own mode
                 manifest[str(item.seq)]["folder_modes"] = _folder_modes(item.paths, self.root, fs)
         name = f"batch-{items[0].seq}.json" if items else "batch-empty.json"
@@ -250,8 +255,8 @@ class RollbackStore:
         folder the run turned into a file (or a file it turned into a folder)
         is back before what it held.
         """
-        fs.confine(self.root)
         entry = self.load(ref)
+        self._reach(fs, [entry])
         written = self._written(ref)
         kept: list[str] = []
         modes: dict[str, int] = entry.get("folder_modes", {})
@@ -329,11 +334,12 @@ class RollbackStore:
         """Remove temp files a killed run left beside the paths it was changing, and the
         folders it was making whole under temp names beside the outermost of them."""
         folders: set[str] = set()
-        for entry in self._entries():
+        entries = list(self._entries())
+        for entry in entries:
             folders.update(os.path.dirname(s["path"]) for s in entry["snapshots"])
             if entry["missing_dirs"]:  # deepest first
                 folders.add(os.path.dirname(entry["missing_dirs"][-1]))
-        fs.confine(self.root)
+        self._reach(fs, entries)
         removed = 0
         for folder in folders:
             try:
@@ -352,10 +358,20 @@ class RollbackStore:
         A run killed before its renames leaves only those behind; a folder that
         holds anything, written by the run or by anybody, stays.
         """
-        for entry in self._entries():
+        entries = list(self._entries())
+        self._reach(fs, entries)
+        for entry in entries:
             for folder in entry["missing_dirs"]:  # deepest first
                 with contextlib.suppress(OSError):
                     fs.rmdir(folder)
+
+    def _reach(self, fs: WritableFS, entries: Iterable[dict[str, Any]]) -> None:
+        """Reach the root, and the allowed folders ``entries`` used, by descriptors only:
+        a link swapped in on the way since the run is refused (``OutsideRoot``)."""
+        fs.confine(self.root)
+        for entry in entries:
+            for folder in entry.get("allowed", ()):
+                fs.allow(folder)
 
     def discard(self) -> None:
         """Remove the run's material; failures here never change an outcome."""

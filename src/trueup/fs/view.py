@@ -118,6 +118,10 @@ class ReadOnlyFS:
             return True
         return not ANCHORED
 
+    def allowed(self) -> list[str]:
+        """The folders outside the root ``allow``ed so far."""
+        return self.anchor.allowed if self.anchor is not None else []
+
     def close(self) -> None:
         """Close the descriptors held below the root; it is reopened when used again."""
         if self.anchor is not None:

@@ -142,6 +142,9 @@ class WritableFS:
     def allow(self, folder: str) -> bool:
         return self.view.allow(folder)
 
+    def allowed(self) -> list[str]:
+        return self.view.allowed()
+
     def close(self) -> None:
         self.view.close()
 

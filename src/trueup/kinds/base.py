@@ -241,6 +241,11 @@ class Kind:
         """A human diff of what ``apply`` would do (read-only)."""
         return ""
 
+    def discarded(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
+        """For a drift conflict: the diff of the live work ``--overwrite`` would throw
+        away (read-only), so a person decides seeing it; empty when not shown."""
+        return ""
+
 
 def evidence_of(observed: Observed, expected: str | None, method: str = "digest") -> Evidence:
     """Digest verification: the re-observed digest must be the expected one."""

@@ -56,6 +56,7 @@ class DirectoryKind(tree.TreeKind):
                 ActionType.DRIFT_CONFLICT,
                 f"drift: {tree.listed(clobbered)} changed locally or not written by trueup; "
                 "left exactly as it is",
+                tree.changed_payload([{"path": rel, "change": "modified"} for rel in clobbered]),
                 drift={
                     "observed": observed.digest,
                     "applied": applied.digest if applied else None,

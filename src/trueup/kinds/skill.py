@@ -38,15 +38,24 @@ class SkillKind(tree.TreeKind):
         if blocked or not (
             observed.state == "absent" or unmodified or force or resource.policy == "replace"
         ):
-            why = blocked or (
-                "modified since trueup installed it"
-                if applied
-                else "differs and trueup never wrote it"
-            )
+            if blocked:
+                why, payload = blocked, BY_HAND
+            else:
+                # Against what trueup installed, or (never installed) what is declared.
+                desired = resource.spec["files"]
+                reference = applied.detail.get("files", {}) if applied else desired
+                changed = tree.changed_files(live, reference, desired)
+                why = (
+                    "modified since trueup installed it"
+                    if applied
+                    else "differs and trueup never wrote it"
+                )
+                why += f" ({tree.described(changed)})" if changed else ""
+                payload = tree.changed_payload(changed)
             return Decision(
                 ActionType.DRIFT_CONFLICT,
                 f"drift: {why}; left exactly as it is",
-                BY_HAND if blocked else {},
+                payload,
                 drift={
                     "observed": observed.digest,
                     "applied": applied.digest if applied else None,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from trueup.canonical import digest
 from trueup.errors import UsageError
 from trueup.fs import Entry, ReadOnlyFS
+from trueup.kinds import discard
 from trueup.kinds.base import ApplyContext, Decision, Kind, ObserveContext, Touched, obstacle
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
 
@@ -212,10 +213,14 @@ def removal(applied: Applied, observed: Observed, whole: bool) -> Decision:
     if whole:
         changed += sorted(rel for rel in live if rel not in owned)
     if changed:
+        files = [
+            {"path": rel, "change": "modified" if rel in owned else "added"} for rel in changed
+        ]
         return Decision(
             ActionType.DRIFT_CONFLICT,
             f"drift: no longer declared, but {listed(changed)} changed or added since trueup "
             "wrote it: left in place",
+            changed_payload(files),
             drift=drift,
         )
     remove = sorted(unmodified)
@@ -235,6 +240,41 @@ def clobbered(desired: Tree, live: Tree, applied: Applied | None) -> list[str]:
         for rel, entry in desired.items()
         if rel in live and live[rel] != entry and owned.get(rel) != live[rel]
     )
+
+
+#: A drift's payload lists at most this many changed files; ``changed_count`` says how many.
+MAX_CHANGED = 100
+
+
+def changed_files(live: Tree, reference: Tree, desired: Tree) -> list[dict[str, str]]:
+    """Each file that differs from ``reference`` (what trueup wrote, or what is declared):
+    ``added``, ``removed`` or ``modified``, by relative path.
+
+    A live file exactly as declared is no one's change worth naming: taking the
+    declared version loses nothing there.
+    """
+    found = []
+    for rel in sorted(set(live) | set(reference)):
+        entry, was = live.get(rel), reference.get(rel)
+        if entry == was or (entry is not None and entry == desired.get(rel)):
+            continue
+        change = "added" if was is None else "removed" if entry is None else "modified"
+        found.append({"path": rel, "change": change})
+    return found
+
+
+def changed_payload(changed: list[dict[str, str]]) -> dict[str, Any]:
+    """The structured list of a drift's files (``--json``), bounded like everything shown."""
+    payload: dict[str, Any] = {"changed": changed[:MAX_CHANGED]}
+    if len(changed) > MAX_CHANGED:
+        payload["changed_count"] = len(changed)
+    return payload
+
+
+def described(changed: list[dict[str, str]], most: int = 3) -> str:
+    """``SKILL.md modified, notes.md added`` for a one-line message, and how many more."""
+    more = f" and {len(changed) - most} more" if len(changed) > most else ""
+    return ", ".join(f"{c['path']} {c['change']}" for c in changed[:most]) + more
 
 
 def listed(rels: list[str], most: int = 3) -> str:
@@ -374,3 +414,10 @@ class TreeKind(Kind):
 
     def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
         return tree_preview(action)
+
+    def discarded(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
+        base, source = ctx.path_str(resource.target), resource.spec.get("source", "")
+        changed = action.payload.get("changed", [])
+        return discard.discarded(
+            changed, resource.spec.get("files", {}), ctx.fs, base, source, resource.target
+        )

@@ -140,9 +140,11 @@ class PlanMemo:
         witnessed too (a link swapped in for one, or a file added beside), and
         below the root every folder up to it. A plan that read a path too new
         to trust by its stat (git's racy rule, as in the stat cache) could
-        never be answered from memory, so it is not kept.
+        never be answered from memory, so it is not kept. Nor is a plan with
+        drift: it is shown with the work ``--overwrite`` would discard, read
+        through its resources.
         """
-        if plan.changes:
+        if plan.changes or plan.by_type(ActionType.DRIFT_CONFLICT):
             self.forget()
             return
         witnesses = {**witnesses, **_folders_of(witnesses, self.root)}

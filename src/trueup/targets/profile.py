@@ -340,7 +340,10 @@ def preview(prepared: Prepared, action: Action) -> str:
     if resource is None:
         resource = prepared.applied[action.resource_id].resource
     ctx = ObserveContext(root=prepared.root, fs=prepared.fs)
+    kind = kinds.get(action.kind)
     try:
-        return kinds.get(action.kind).preview(action, resource, ctx)
+        if action.type is ActionType.DRIFT_CONFLICT:
+            return kind.discarded(action, resource, ctx)
+        return kind.preview(action, resource, ctx)
     except TargetError:  # through a dropped link out of the root, removed first
         return f"{resource.target}: written once the link in its way is removed\n"
