@@ -31,6 +31,9 @@ class ObserveContext:
     #: Per-run helpers of remote kinds (provider sessions with their scope
     #: snapshots, the applied records), by name; empty for machine runs.
     services: Mapping[str, Any] = field(default_factory=dict)
+    #: What the plan being previewed was computed from, by resource id (a preview
+    #: in the process that planned; empty elsewhere): read instead of observing again.
+    observed: Mapping[str, Observed] = field(default_factory=dict)
     resolver: RootResolver = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -340,7 +340,10 @@ class ConfigKind(Kind):
 
     def preview(self, action: Action, resource: Resource, ctx: ObserveContext) -> str:
         # Secret values, declared or live (a person's own token beside trueup's keys).
-        live = self.observe(resource, ctx).detail.get("flat", {})
+        # As the plan observed it (the same process, a moment ago): a large file is
+        # parsed and flattened once, not again for its diff.
+        observed = ctx.observed.get(resource.id) or self.observe(resource, ctx)
+        live = observed.detail.get("flat", {})
         try:
             path = config_link.edited_path(None, resource, ctx)
         except ConflictError:  # a link trueup does not edit through: nothing to show
@@ -382,9 +385,11 @@ def _live_sealed(flat: dict[str, Any], secret: Iterable[str]) -> dict[str, Any]:
     """The file's values with every secret one sealed: under a declared secret key, or
     under a name that looks secret. Plans and output then hold only their digests."""
     spelt_secret = [spelt(k) for k in secret]
-    return {
-        k: sealed_strings(
-            v, looks_secret(k) or any(k == s or k.startswith(s + ".") for s in spelt_secret)
-        )
-        for k, v in flat.items()
-    }
+    under = tuple(s + "." for s in spelt_secret)
+    sealed = {}
+    for k, v in flat.items():
+        whole = looks_secret(k) or k in spelt_secret or k.startswith(under)
+        # A plain value under a plain name is kept as it is without a call: a large
+        # file has hundreds of thousands of them (bench/config_formats.py).
+        sealed[k] = sealed_strings(v, whole) if whole or isinstance(v, (dict, list)) else v
+    return sealed

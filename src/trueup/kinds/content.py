@@ -7,13 +7,13 @@ no longer match what was planned.
 
 from __future__ import annotations
 
-import difflib
 import stat
 from pathlib import Path
 from typing import Any
 
 from trueup.errors import UsageError
 from trueup.fs import ReadOnlyFS, sha256_bytes
+from trueup.kinds.unified import unified_diff
 from trueup.redact import unseal
 from trueup.sources import source_path
 
@@ -50,7 +50,7 @@ def text_diff(old: bytes | None, new: bytes | None, label: str) -> str:
         new_text = (new or b"").decode("utf-8")
     except UnicodeDecodeError:
         return f"Binary content of {label} differs\n"
-    lines = difflib.unified_diff(
+    lines = unified_diff(
         old_text.splitlines(keepends=True),
         new_text.splitlines(keepends=True),
         fromfile=f"{label} (live)" if old is not None else "/dev/null",

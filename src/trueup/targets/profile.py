@@ -339,7 +339,7 @@ def preview(prepared: Prepared, action: Action) -> str:
     resource = prepared.resources.get(action.resource_id)
     if resource is None:
         resource = prepared.applied[action.resource_id].resource
-    ctx = ObserveContext(root=prepared.root, fs=prepared.fs)
+    ctx = ObserveContext(root=prepared.root, fs=prepared.fs, observed=prepared.observed)
     kind = kinds.get(action.kind)
     try:
         if action.type is ActionType.DRIFT_CONFLICT:

@@ -6,7 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from format_cases import property_tests
+from format_cases import all_paths, docs, keys, leaves, property_settings, property_tests
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trueup.kinds.formats import (
     MISSING,
@@ -15,6 +17,7 @@ from trueup.kinds.formats import (
     KeyPathError,
     UnsupportedValueError,
     load,
+    same_value,
 )
 
 CLAUDE_SETTINGS = """\
@@ -432,6 +435,38 @@ def test_setting_below_a_scalar_is_refused() -> None:
 
 
 # --- properties ------------------------------------------------------------------
+
+
+@property_settings
+@given(data=docs, draw=st.data())
+def test_property_edits_in_a_row_are_those_made_one_file_at_a_time(
+    data: dict[str, Any], draw: st.DataObject
+) -> None:
+    """An edit moves the offsets it knows instead of scanning the file again: several
+    edits in a row (the text never asked for between them) leave what loading the
+    text afresh before each would."""
+    expected = dump(data)
+    document = load("json", expected, origin="prop")
+    for _ in range(draw.draw(st.integers(1, 6))):
+        existing = all_paths(json.loads(expected))
+        fresh_path = st.lists(keys, min_size=1, max_size=3).map(tuple)
+        path = draw.draw(st.sampled_from(existing) | fresh_path if existing else fresh_path)
+        value = draw.draw(leaves | st.dictionaries(keys, leaves, max_size=2))
+        fresh = load("json", expected, origin="prop")
+        if draw.draw(st.booleans()):
+            document.delete(path)
+            fresh.delete(path)
+        else:
+            try:
+                fresh.set(path, value)
+            except KeyPathError:
+                continue
+            document.set(path, value)
+        expected = fresh.to_text()
+        for other in all_paths(json.loads(expected)):
+            assert same_value(document.get(other), fresh.get(other))
+    assert document.to_text() == expected
+
 
 FORMAT = "json"
 

@@ -362,13 +362,19 @@ def flatten(value: Mapping[str, object], prefix: KeyPath = ()) -> dict[str, obje
     declared ``{}`` is still visible.
     """
     flat: dict[str, object] = {}
-    for key, item in value.items():
-        path = (*prefix, key)
-        if isinstance(item, Mapping) and item:
-            flat.update(flatten(item, path))
-        else:
-            flat[format_key_path(path)] = item
+    _flatten_into(flat, value, format_key_path(prefix) + "." if prefix else "")
     return flat
+
+
+def _flatten_into(flat: dict[str, object], value: Mapping[str, object], spelt: str) -> None:
+    """``flatten`` below the dotted prefix ``spelt``: each key is spelt once, not
+    the whole path again per leaf (a large file has hundreds of thousands)."""
+    for key, item in value.items():
+        path = spelt + format_key_path((key,))
+        if isinstance(item, Mapping) and item:
+            _flatten_into(flat, item, path + ".")
+        else:
+            flat[path] = item
 
 
 def _describe(value: object) -> str:

@@ -72,12 +72,18 @@ def without_comments(text: str) -> str:
     return _JSONC_TOKEN.sub(_blank, blanked) if blanked != text else text
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Member:
     key: str
     start: int  # offset of the key's opening quote
     key_end: int  # just past the key's closing quote
     value: _Node
+
+    def moved(self, delta: int) -> None:
+        """Its offsets (and its value's, scanned or not) ``delta`` characters on."""
+        self.start += delta
+        self.key_end += delta
+        self.value.moved(delta)
 
 
 class _Node:
@@ -104,6 +110,38 @@ class _Node:
         if self._members is None:
             self._members = self._scanner.members(self.start)
         return self._members
+
+    def moved(self, delta: int) -> None:
+        self.start += delta
+        self.end += delta
+        for member in self._members or ():
+            member.moved(delta)
+
+    def respan(self, start: int, end: int, delta: int, scanner: _Scanner) -> None:
+        """Follow an edit that replaced ``[start, end)``, inside this value, by text
+        ``delta`` characters longer: offsets after it move, and what it touched is
+        scanned again when next asked for (``_Scanner.text`` is the new text).
+
+        The edits of a large file are each a small span: moving the offsets after
+        them costs far less than scanning every member again.
+        """
+        if (self.start, self.end) == (start, end):  # the whole value replaced
+            self.end += delta
+            self._members = None
+            self._scanner = scanner if scanner.text[start] == "{" else None
+            return
+        self.end += delta
+        members = self._members
+        if members is None:
+            return
+        for index, member in enumerate(members):
+            value = member.value
+            if value.start <= start and end <= value.end and not start == end == value.end:
+                value.respan(start, end, delta, scanner)
+                for after in members[index + 1 :]:
+                    after.moved(delta)
+                return
+        self._members = None  # a member added or cut: scanned again when asked for
 
     def find(self, key: str) -> _Member | None:
         """The member JSON readers would use: the last one with that key."""
@@ -287,6 +325,7 @@ class JsonDocument(BaseDocument):
         super().__init__(text, origin)
         self._text = text
         self._clean, self._tree = _parse(text, origin)
+        self._unchecked = False
 
     # reading ----------------------------------------------------------------------
 
@@ -327,6 +366,8 @@ class JsonDocument(BaseDocument):
             raise UnsupportedValueError(f"JSON cannot store this value: {exc}") from None
 
     def _render(self) -> str:
+        if self._unchecked:  # edited by spans (_splice): still JSON, or a bug here
+            self._commit(self._text)
         return self._text
 
     def _commit(self, text: str) -> None:
@@ -336,9 +377,20 @@ class JsonDocument(BaseDocument):
         except ConfigError as exc:  # pragma: no cover - a bug in this module
             raise RuntimeError(f"internal error: edit produced invalid JSON ({exc})") from exc
         self._text, self._clean, self._tree = text, clean, tree
+        self._unchecked = False
 
     def _splice(self, start: int, end: int, replacement: str) -> None:
-        self._commit(self._text[:start] + replacement + self._text[end:])
+        text = self._text[:start] + replacement + self._text[end:]
+        tree = self._tree
+        if self._jsonc or tree is None or tree._scanner is None:
+            self._commit(text)
+            return
+        # Plain JSON: the edit's own offsets are moved, not the file scanned again;
+        # the text is checked once, when it is asked for (_render).
+        tree._scanner.text = text
+        tree.respan(start, end, len(replacement) - (end - start), tree._scanner)
+        self._text = self._clean = text
+        self._unchecked = True
 
     def _replace(self, path: KeyPath, value: object) -> None:
         if self._tree is None:
