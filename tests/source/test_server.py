@@ -156,3 +156,19 @@ def test_reports_are_kept_per_follower(source: tuple[SourceAdmin, AppClient]) ->
     assert client.post("/v1/reports", json=report, headers=laptop).status_code == 204
     [fleet] = SourceStore(admin.session.store).fleet()
     assert (fleet.outcome, fleet.seq, fleet.detail["drift"]) == ("drift", 1, [{"rid": "notes"}])
+
+
+def test_a_follower_holding_an_older_share_receives_only_what_changed(
+    source: tuple[SourceAdmin, AppClient], tmp_path: Path
+) -> None:
+    admin, client = source
+    laptop = enroll(admin, client, "laptop", "laptops")
+    first = client.get("/v1/revision", headers=laptop)
+    (tmp_path / "notes.md").write_text("edited")
+    admin.publish(tmp_path / "team.toml", None)
+    change = client.get("/v1/revision", headers={**laptop, "If-None-Match": first.headers["etag"]})
+    body = change.json()
+    assert body["base"] == first.json()["manifest"]["id"] and "entries" not in body
+    assert [e["resource"]["id"] for e in body["changed"]] == ["notes"]
+    stranger = client.get("/v1/revision", headers={**laptop, "If-None-Match": '"1-forged"'})
+    assert "entries" in stranger.json()  # an ETag naming no share it held: the whole share

@@ -10,12 +10,16 @@ from trueup.source.wire import (
     Revision,
     WireError,
     check_share,
+    cut,
+    delta,
     entry_digest,
     manifest_for,
     parse,
+    root,
     safe_path,
     share,
     share_tag,
+    tag_seq,
 )
 
 
@@ -43,19 +47,18 @@ def ids(entries: list[dict[str, Any]]) -> list[str]:
 
 
 def test_a_follower_sees_its_groups_resources_those_of_no_group_and_their_dependencies() -> None:
-    assert ids(share(ENTRIES, ["laptops"])) == ["everyone", "laptop", "base"]
-    assert ids(share(ENTRIES, ["servers"])) == ["everyone", "base", "server"]
+    assert ids(share(ENTRIES, ["laptops"])) == ["base", "everyone", "laptop"]
+    assert ids(share(ENTRIES, ["servers"])) == ["base", "everyone", "server"]
     assert ids(share(ENTRIES, [])) == ["everyone"]
 
 
 def test_the_share_tag_changes_exactly_when_what_a_follower_sees_changes() -> None:
-    laptops = share(ENTRIES, ["laptops"])
     edited = [*ENTRIES[:3], entry("server", ["servers"], ["everyone"])]
-    assert share_tag("r1", laptops) == share_tag("r1", share(edited, ["laptops"]))
-    assert share_tag("r1", share(ENTRIES, ["servers"])) != share_tag(
-        "r1", share(edited, ["servers"])
-    )
-    assert share_tag("r1", laptops) != share_tag("r2", laptops)
+    one, two = signed(ENTRIES), signed(edited)
+    assert share_tag(cut(one, ["laptops"])) != share_tag(cut(two, ["laptops"]))  # another revision
+    assert share_tag(cut(one, ["laptops"])) == share_tag(cut(one, ["laptops"]))
+    assert share_tag(cut(one, ["laptops"])) != share_tag(cut(one, ["servers"]))
+    assert tag_seq(share_tag(cut(one, ["laptops"]))) == 3 and tag_seq('"abc"') is None
 
 
 def signed(entries: list[dict[str, Any]]) -> Revision:
@@ -63,20 +66,39 @@ def signed(entries: list[dict[str, Any]]) -> Revision:
     return Revision(manifest_for(profile, entries, 3, None, "now"), "sig", tuple(entries))
 
 
-def test_an_entry_the_manifest_does_not_name_is_refused() -> None:
-    revision = signed(ENTRIES)
-    check_share(Revision(revision.manifest, "sig", tuple(share(ENTRIES, ["laptops"]))))
+def test_a_share_must_give_the_signed_root_with_its_hidden_digests() -> None:
+    laptops = cut(signed(ENTRIES), ["laptops"])
+    check_share(laptops)
     forged = entry("laptop", ["laptops"], ["base"])
     forged["resource"]["content"] = "evil"
-    with pytest.raises(WireError, match="'laptop' is not the one the source signed"):
-        check_share(Revision(revision.manifest, "sig", (forged,)))
+    altered = Revision(laptops.manifest, "sig", (forged, *laptops.entries[1:]), laptops.hidden)
+    with pytest.raises(WireError, match="not the ones the source signed"):
+        check_share(altered)
+    short = Revision(laptops.manifest, "sig", laptops.entries[1:], laptops.hidden)
+    with pytest.raises(WireError, match="not the ones the source signed"):
+        check_share(short)
+
+
+def test_a_change_carries_only_what_changed_and_rebuilds_the_share() -> None:
+    one = cut(signed(ENTRIES), ["laptops"])
+    edited = [entry("everyone", deps=[]), *ENTRIES[1:]]
+    edited[0]["resource"]["content"] = "new"
+    two = cut(signed(edited), ["laptops"])
+    change = delta(one, two)
+    assert [e["resource"]["id"] for e in change["changed"]] == ["everyone"]
+    assert change["removed"] == [] and change["hidden_added"] == []
+    rebuilt = parse(change, one)
+    assert rebuilt.entries == two.entries and rebuilt.hidden == two.hidden
+    check_share(rebuilt)
+    with pytest.raises(WireError, match="which this machine lacks"):
+        parse(change, None)
 
 
 def test_the_revision_id_is_the_profile_and_the_digest_of_its_content() -> None:
     one, two = signed(ENTRIES), signed(list(reversed(ENTRIES)))
     assert one.id == two.id and one.id.startswith("p:") and len(one.manifest["digest"]) == 64
     assert signed(ENTRIES[:3]).id != one.id
-    assert one.manifest["entries"] == sorted(entry_digest(e) for e in ENTRIES)
+    assert one.manifest["entries"] == root(entry_digest(e) for e in ENTRIES)
 
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "../x", "a/../../x", "a//b", "./a", "", ".."])

@@ -26,6 +26,8 @@ KEYRING_SERVICE = "trueup-follower"
 MEMBERSHIP = "follower.json"
 CREDENTIAL = "credential"
 LAST = "last.json"
+#: Beside a laid-out revision: the share as received, signed manifest and all.
+SHARE = "share.json"
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ class FollowerHome:
         Every blob is checked against its digest again as it is copied: the cache
         is this machine's disk, and planning must only ever see signed content.
         """
-        folder = self.folder / "revisions" / f"{revision.seq}-{revision.manifest['digest'][:16]}"
+        folder = self._revision_folder(revision.seq, revision.manifest["digest"])
         profile = folder / "profile.json"
         if profile.exists():
             return profile
@@ -168,8 +170,38 @@ class FollowerHome:
             "resource": [entry["resource"] for entry in revision.entries],
         }
         write_file(building / "profile.json", json.dumps(document, indent=1).encode())
+        write_file(building / SHARE, json.dumps(revision.to_json()).encode())
+        shutil.rmtree(folder, ignore_errors=True)  # a lay-out cut short (none is used)
         os.replace(building, folder)
         return profile
+
+    def _revision_folder(self, seq: int, digest: str) -> Path:
+        return self.folder / "revisions" / f"{seq}-{digest[:16]}"
+
+    def held_tag(self) -> str | None:
+        """The ETag of the share last laid out here, which the next sync starts from."""
+        last = self.last()
+        folder = self._revision_folder(last.get("held_seq", 0), last.get("held_digest", ""))
+        return str(last["etag"]) if last.get("etag") and (folder / SHARE).exists() else None
+
+    def held(self) -> tuple[Revision, Path] | None:
+        """That share and its profile file, or ``None`` when it is gone."""
+        last = self.last()
+        folder = self._revision_folder(last.get("held_seq", 0), last.get("held_digest", ""))
+        try:
+            raw = json.loads((folder / SHARE).read_bytes())
+        except (OSError, ValueError):
+            return None
+        revision = Revision(
+            raw["manifest"], raw["signature"], tuple(raw["entries"]), tuple(raw["hidden"])
+        )
+        return revision, folder / "profile.json"
+
+    def hold(self, revision: Revision, etag: str) -> None:
+        """Remember ``revision`` (laid out) as the share the next sync starts from."""
+        last = self.last()
+        held = {"etag": etag, "held_seq": revision.seq, "held_digest": revision.manifest["digest"]}
+        self.remember({**last, **held})
 
 
 def _sha256(path: Path) -> str:

@@ -3,7 +3,8 @@
 Every route but enrollment needs a follower's bearer credential (the store
 keeps its sha256). A follower receives the newest revision's manifest and
 only its groups' entries, with an ETag, so an unchanged source costs it one
-small request and a 304. Blobs are served by digest with ``Range``, so a cut
+small request and a 304, and a changed one sends only what changed since the
+share the follower holds. Blobs are served by digest with ``Range``, so a cut
 download resumes. Bodies are bounded both ways. Revisions and blobs never
 change, so each process keeps what it read of them in memory; followers
 (revocation must bite at once) are read on every request.
@@ -18,6 +19,7 @@ import socket
 import ssl
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
@@ -29,7 +31,7 @@ from trueup.crashpoints import reach
 from trueup.source.admin import new_follower_id
 from trueup.source.keys import SourceKeys
 from trueup.source.store import Follower, SourceStore
-from trueup.source.wire import SCHEMA, Revision, share, share_tag
+from trueup.source.wire import Revision, cut, delta, share_tag, tag_seq
 from trueup.state.store import Store
 
 MAX_ENROLL_BYTES = 4096
@@ -44,6 +46,19 @@ class _TooLarge(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class _Cut:
+    """A follower's share of a revision, its ETag, and the whole of it as sent."""
+
+    revision: Revision
+    tag: str
+    body: bytes
+
+
+def _encode(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
 class SourceApp:
     """The routes over one store; one per ``source serve`` process."""
 
@@ -52,7 +67,8 @@ class SourceApp:
         self._store: Store | None = None
         self.public_key = base64.b64encode(keys.public_key()).decode("ascii")
         self._revisions: dict[str, Revision] = {}
-        self._shares: dict[tuple[str, tuple[str, ...]], tuple[str, bytes]] = {}
+        self._cuts: dict[tuple[str, tuple[str, ...]], _Cut] = {}
+        self._deltas: dict[tuple[str, str], bytes] = {}
         self._blobs: OrderedDict[str, bytes] = OrderedDict()
         self._blob_bytes = 0
         self.app = Starlette(
@@ -105,10 +121,12 @@ class SourceApp:
         newest = self.rows.newest()
         if newest is None:
             return _error(404, "no revision published yet")
-        tag, body = self._share(newest[1], follower.groups)
-        if request.headers.get("if-none-match") == tag:
-            return Response(status_code=304, headers={"ETag": tag})
-        return Response(body, media_type="application/json", headers={"ETag": tag})
+        current = self._cut(newest[1], follower.groups)
+        held = request.headers.get("if-none-match", "")
+        if held == current.tag:
+            return Response(status_code=304, headers={"ETag": current.tag})
+        body = self._delta(held, current, follower.groups) or current.body
+        return Response(body, media_type="application/json", headers={"ETag": current.tag})
 
     async def blob(self, request: Request) -> Response:
         follower = self._follower(request)
@@ -165,26 +183,43 @@ class SourceApp:
             return _error(403, f"follower {follower.name!r} was revoked at {follower.revoked_at}")
         return follower
 
-    def _share(self, revision_id: str, groups: tuple[str, ...]) -> tuple[str, bytes]:
+    def _revision(self, which: str | int) -> Revision | None:
+        """A revision by id or sequence number; never changed once read, so kept."""
+        found = self._revisions.get(str(which))
+        if found is None:
+            found = self.rows.revision(which)
+            if found is not None:
+                self._revisions[str(which)] = self._revisions[found.id] = found
+        return found
+
+    def _cut(self, revision_id: str, groups: tuple[str, ...]) -> _Cut:
         key = (revision_id, tuple(sorted(groups)))
-        cached = self._shares.get(key)
-        if cached is None:
-            revision = self._revisions.get(revision_id)
-            if revision is None:
-                found = self.rows.revision(revision_id)
-                assert found is not None  # revisions are never deleted
-                revision = self._revisions[revision_id] = found
-            entries = share(revision.entries, groups)
-            document = {
-                "schema": SCHEMA,
-                "manifest": revision.manifest,
-                "signature": revision.signature,
-                "entries": entries,
-                "key": self.public_key,
-            }
-            body = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
-            cached = self._shares[key] = (share_tag(revision_id, entries), body)
-        return cached
+        found = self._cuts.get(key)
+        if found is None:
+            whole = self._revision(revision_id)
+            assert whole is not None  # the newest one, and revisions are never deleted
+            revision = cut(whole, groups)
+            body = _encode({**revision.to_json(), "key": self.public_key})
+            found = self._cuts[key] = _Cut(revision, share_tag(revision), body)
+        return found
+
+    def _delta(self, held: str, current: _Cut, groups: tuple[str, ...]) -> bytes | None:
+        """Only what changed since the share the follower holds, if the ETag names one."""
+        seq = tag_seq(held)
+        if seq is None or not 0 < seq < current.revision.seq:
+            return None
+        key = (held, current.tag)
+        if key not in self._deltas:
+            older = self._revision(seq)
+            if older is None:
+                return None
+            base = self._cut(older.id, groups)
+            if base.tag != held:
+                return None
+            self._deltas[key] = _encode(
+                {**delta(base.revision, current.revision), "key": self.public_key}
+            )
+        return self._deltas[key]
 
     def _blob(self, digest: str) -> bytes | None:
         data = self._blobs.get(digest)

@@ -72,14 +72,22 @@ class FollowerSync:
         return dict(roots.get(self.root_key, {}))
 
     def fetch(self, recheck: bool = False) -> Fetched | None:
-        """The share to plan, or ``None``: unchanged since it converged here."""
-        known = self.known()
-        headers = {}
-        if known.get("outcome") == "converged" and not recheck:
-            headers["If-None-Match"] = known["etag"]
+        """The share to plan, or ``None``: unchanged since it converged here.
+
+        The request names the share this machine holds (its ETag): the source
+        answers 304 while it is current, or only what changed since.
+        """
+        tag = self.home.held_tag()
+        headers = {"If-None-Match": tag} if tag else {}
         answer = self.client.request("GET", "/v1/revision", headers=headers)
-        if answer.status == 304:
-            return None
+        if answer.status == 304 and tag:
+            known = self.known()
+            if not recheck and known.get("outcome") == "converged" and known.get("etag") == tag:
+                return None
+            held = self.home.held()
+            if held is not None:
+                return Fetched(held[0], tag, held[1], 0, self.client.received)
+            answer = self.client.request("GET", "/v1/revision")  # the held share is gone
         if answer.status == 404:
             raise UsageError(
                 "the source has published no revision yet; nothing was changed",
@@ -87,19 +95,20 @@ class FollowerSync:
             )
         if answer.status != 200:
             raise SourceUnreachable(f"the source answered {answer.status} for the revision")
-        revision = self.verify(answer.json())
+        held = self.home.held() if tag else None
+        revision = self.verify(answer.json(), held[0] if held else None)
         blobs = self.download(revision)
         profile = self.home.lay_out(revision)
-        return Fetched(
-            revision, answer.headers.get("etag", ""), profile, blobs, self.client.received
-        )
+        etag = answer.headers.get("etag", "")
+        self.home.hold(revision, etag)
+        return Fetched(revision, etag, profile, blobs, self.client.received)
 
-    def verify(self, body: dict[str, Any]) -> Revision:
+    def verify(self, body: dict[str, Any], base: Revision | None = None) -> Revision:
         from trueup.source.keys import verify_signature
 
         try:
             key = base64.b64decode(body.get("key", ""))
-            revision = parse(body)
+            revision = parse(body, base)
         except (WireError, ValueError) as exc:
             raise _untrusted(f"the revision is malformed: {exc}") from None
         presented = "sha256:" + hashlib.sha256(key).hexdigest()

@@ -1,12 +1,17 @@
 """The wire format source and followers share: a signed manifest, entries, blobs.
 
-A revision is a manifest (profile, sequence number, the sha256 of every
-resource entry) signed with the source's Ed25519 key, and the entries
-themselves: a resource as its profile declares it, with the source files it
-reads as content-addressed blobs. A follower receives the manifest and only
-the entries its groups may see: each is checked against a digest the
-signature covers, so the source never signs per follower and the signing key
-never needs to be on a serving host. Pure: no I/O, no cryptography here.
+A revision is a manifest (profile, sequence number, and the root: the sha256
+of the sorted digests of every resource entry) signed with the source's
+Ed25519 key, and the entries themselves: a resource as its profile declares
+it, with the source files it reads as content-addressed blobs. A follower
+receives the manifest, only the entries its groups may see, and the digests
+of the others: together they must give the signed root, so the source never
+signs per follower and the signing key never needs to be on a serving host.
+
+A follower that holds an earlier share (named by its ETag) receives only
+what changed since: entries changed or added, ids removed, hidden digests
+added or removed. One edited file in a 1,000-file profile is then one entry
+and one blob on the wire. Pure: no I/O, no cryptography here.
 """
 
 from __future__ import annotations
@@ -32,13 +37,20 @@ def entry_digest(entry: Mapping[str, Any]) -> str:
     return sha256_hex(canonical_json(entry))
 
 
+def root(digests: Iterable[str]) -> str:
+    """What the manifest signs for a set of entries: order-free, one digest."""
+    return sha256_hex(canonical_json(sorted(digests)))
+
+
 @dataclass(frozen=True)
 class Revision:
-    """A manifest, its signature, and entries (all of them, or one follower's share)."""
+    """A manifest, its signature, and entries: all of them, or one follower's share and
+    the digests of the entries hidden from it (``hidden``)."""
 
     manifest: dict[str, Any]
     signature: str
     entries: tuple[Entry, ...]
+    hidden: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -70,6 +82,7 @@ class Revision:
             "manifest": self.manifest,
             "signature": self.signature,
             "entries": list(self.entries),
+            "hidden": list(self.hidden),
         }
 
 
@@ -77,23 +90,24 @@ def manifest_for(
     profile: Mapping[str, Any], entries: Sequence[Entry], seq: int, note: str | None, at: str
 ) -> dict[str, Any]:
     """What the source signs: the content digest names the revision, ``seq`` orders it."""
-    digests = sorted(entry_digest(entry) for entry in entries)
-    content = sha256_hex(canonical_json({"profile": profile, "entries": digests}))
+    signed = root(entry_digest(entry) for entry in entries)
+    content = sha256_hex(canonical_json({"profile": profile, "entries": signed}))
     return {
         "schema": SCHEMA,
         "id": f"{profile['id']}:{content}",
         "digest": content,
         "seq": seq,
         "profile": dict(profile),
-        "entries": digests,
+        "entries": signed,
+        "count": len(entries),
         "note": note,
         "published_at": at,
     }
 
 
 def share(entries: Iterable[Entry], groups: Iterable[str]) -> list[Entry]:
-    """The entries a follower in ``groups`` sees: resources of no group or of one of its
-    groups, and every resource those depend on (a dependency is needed to apply them)."""
+    """The entries a follower in ``groups`` sees, by resource id: resources of no group or
+    of one of its groups, and every resource those depend on (needed to apply them)."""
     entries = list(entries)
     wanted = set(groups)
     by_id = {entry["resource"]["id"]: entry for entry in entries}
@@ -109,37 +123,95 @@ def share(entries: Iterable[Entry], groups: Iterable[str]) -> list[Entry]:
             continue
         seen.add(rid)
         stack.extend(by_id[rid]["resource"].get("depends_on", ()))
-    return [entry for entry in entries if entry["resource"]["id"] in seen]
+    return sorted(
+        (entry for entry in entries if entry["resource"]["id"] in seen),
+        key=lambda entry: str(entry["resource"]["id"]),
+    )
 
 
-def share_tag(revision_id: str, entries: Iterable[Entry]) -> str:
-    """The ETag of a follower's share: it changes exactly when what the follower sees does."""
-    digests = sorted(entry_digest(entry) for entry in entries)
-    return '"' + sha256_hex(canonical_json([revision_id, digests]))[:32] + '"'
+def cut(revision: Revision, groups: Iterable[str]) -> Revision:
+    """``revision`` (every entry) as a follower in ``groups`` receives it."""
+    shown = share(revision.entries, groups)
+    kept = {entry_digest(entry) for entry in shown}
+    hidden = sorted({entry_digest(entry) for entry in revision.entries} - kept)
+    return Revision(revision.manifest, revision.signature, tuple(shown), tuple(hidden))
 
 
-def parse(body: Mapping[str, Any]) -> Revision:
-    """A revision as received; its shape checked, not yet its signature."""
+def share_tag(revision: Revision) -> str:
+    """The ETag of a follower's share: its sequence number, then a digest that changes
+    exactly when what the follower sees does."""
+    digests = sorted(entry_digest(entry) for entry in revision.entries)
+    mark = sha256_hex(canonical_json([revision.id, digests, list(revision.hidden)]))[:32]
+    return f'"{revision.seq}-{mark}"'
+
+
+def tag_seq(tag: str) -> int | None:
+    """The sequence number an ETag of ``share_tag`` names, or ``None``."""
+    seq, dash, _ = tag.strip('"').partition("-")
+    return int(seq) if dash and seq.isdigit() else None
+
+
+def delta(base: Revision, new: Revision) -> dict[str, Any]:
+    """What a follower holding share ``base`` needs to rebuild share ``new``."""
+    before = {entry_digest(entry): entry for entry in base.entries}
+    after = {entry_digest(entry): entry for entry in new.entries}
+    ids = {entry["resource"]["id"] for entry in new.entries}
+    return {
+        "schema": SCHEMA,
+        "manifest": new.manifest,
+        "signature": new.signature,
+        "base": base.id,
+        "changed": [entry for digest, entry in after.items() if digest not in before],
+        "removed": sorted(
+            {e["resource"]["id"] for e in base.entries} - ids,
+        ),
+        "hidden_added": sorted(set(new.hidden) - set(base.hidden)),
+        "hidden_removed": sorted(set(base.hidden) - set(new.hidden)),
+    }
+
+
+def parse(body: Mapping[str, Any], base: Revision | None = None) -> Revision:
+    """A revision as received, whole or as a delta from ``base``; its shape checked, not
+    yet its signature."""
     try:
         if body.get("schema") != SCHEMA:
             raise WireError(f"unknown revision format {body.get('schema')!r}")
-        manifest = body["manifest"]
-        revision = Revision(dict(manifest), str(body["signature"]), tuple(body["entries"]))
+        manifest = dict(body["manifest"])
         int(manifest["seq"])
-        for entry in revision.entries:
+        if "base" in body:
+            entries, hidden = _rebuilt(body, base)
+        else:
+            entries, hidden = list(body["entries"]), [str(d) for d in body.get("hidden", [])]
+        for entry in entries:
             _check_entry(entry)
+        entries.sort(key=lambda entry: str(entry["resource"]["id"]))
+        revision = Revision(manifest, str(body["signature"]), tuple(entries), tuple(hidden))
     except (KeyError, TypeError, AttributeError) as exc:
         raise WireError(f"a revision missing or misshaping {exc}") from None
     return revision
 
 
+def _rebuilt(body: Mapping[str, Any], base: Revision | None) -> tuple[list[Entry], list[str]]:
+    if base is None or base.id != body["base"]:
+        raise WireError(f"a change from revision {body['base']!r}, which this machine lacks")
+    entries = {entry["resource"]["id"]: entry for entry in base.entries}
+    for rid in body["removed"]:
+        entries.pop(rid, None)
+    for entry in body["changed"]:
+        _check_entry(entry)
+        entries[entry["resource"]["id"]] = entry
+    hidden = (set(base.hidden) - set(body["hidden_removed"])) | set(body["hidden_added"])
+    return list(entries.values()), sorted(str(d) for d in hidden)
+
+
 def check_share(revision: Revision) -> None:
-    """Every entry received is one the signed manifest names (run after the signature check)."""
-    signed = set(revision.manifest["entries"])
-    for entry in revision.entries:
-        if entry_digest(entry) not in signed:
-            rid = entry["resource"].get("id")
-            raise WireError(f"resource {rid!r} is not the one the source signed")
+    """The entries received and the hidden digests give the signed root (run after the
+    signature check): no entry was added, altered or left out."""
+    digests = [entry_digest(entry) for entry in revision.entries]
+    if len(set(digests)) != len(digests) or set(digests) & set(revision.hidden):
+        raise WireError("an entry received twice")
+    if root([*digests, *revision.hidden]) != revision.manifest["entries"]:
+        raise WireError("the resources received are not the ones the source signed")
 
 
 def safe_path(relpath: str) -> str:
