@@ -47,6 +47,20 @@ def test_the_example_org_declares_every_provider() -> None:
     [
         ("", "missing section [org]"),
         (
+            '[mail]\nlevel = "forward"\nroutes = [{ address = "hi@acme.test", '
+            'forward_to = ["b@example.com", "a@example.com"] }]\n',
+            "[mail] route 'hi@acme.test': field 'forward_to': Cloudflare Email Routing forwards "
+            "an address to one destination, not 2 (a@example.com, b@example.com); forward to "
+            "one address (a list that fans out, for example)",
+        ),
+        (
+            '[mail]\nlevel = "forward"\n'
+            'catch_all = { action = "forward", forward_to = ["a@example.com", "b@example.com"] }\n',
+            "[mail] catch_all: field 'forward_to': Cloudflare Email Routing forwards an address "
+            "to one destination, not 2 (a@example.com, b@example.com); forward to one address "
+            "(a list that fans out, for example)",
+        ),
+        (
             '[[dns]]\ntype = "A"\nname = "portal"\ncontent = "not-an-ip"\n',
             "[[dns]] #1 (A portal): content of an A record must be an IPv4 address",
         ),

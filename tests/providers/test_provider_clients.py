@@ -193,3 +193,41 @@ def test_zitadel_another_precondition_is_not_taken_for_no_changes() -> None:
     assert not _unchanged(_zitadel_error(400, other))  # the id, from the message's end
     said_so = {"code": 9, "message": "Errors.NoChangesFound", "details": []}
     assert not _unchanged(_zitadel_error(400, said_so)), "the key alone is no id"
+
+
+def test_cloudflare_an_identical_cname_answered_81057_counts_as_found(
+    fakes: FakeProviders,
+) -> None:
+    zone = fakes.cloudflare.add_zone("acme.test")
+    client = cloudflare(fakes)
+    body = {"type": "CNAME", "name": "www.acme.test", "content": "portal.acme.test", "ttl": 1}
+    first = client.create_record(zone, body)
+    assert client.create_record(zone, body)["id"] == first["id"]  # 81057, then looked up
+    assert [e.status for e in fakes.request_log.cloudflare.matching("POST")] == [200, 400]
+
+
+def test_cloudflare_81057_with_nothing_identical_there_is_the_clash_it_says(
+    fakes: FakeProviders,
+) -> None:
+    zone = fakes.cloudflare.add_zone("acme.test")
+    fakes.cloudflare.add_record(zone, type="A", name="www", content="192.0.2.1")
+    body = {"type": "CNAME", "name": "www.acme.test", "content": "portal.acme.test", "ttl": 1}
+    with pytest.raises(ProviderError) as clash:
+        cloudflare(fakes).create_record(zone, body)
+    assert cf.RECORD_EXISTS in clash.value.codes
+
+
+@pytest.mark.parametrize("lists", [False, True], ids=["settings", "removed-records"])
+def test_cloudflare_routing_is_enabled_by_zone_name_and_either_delete_answer_is_read(
+    fakes: FakeProviders, lists: bool
+) -> None:
+    zone = fakes.cloudflare.add_zone("acme.test")
+    client = cloudflare(fakes)
+    on = client.set_routing(zone, "acme.test", True)  # the fake refuses it without the name
+    assert on["enabled"] is True
+    fakes.cloudflare.routing_delete_lists = lists
+    try:
+        off = client.set_routing(zone, "acme.test", False)
+    finally:
+        fakes.cloudflare.routing_delete_lists = False
+    assert off["enabled"] is False and off["status"] == "unconfigured"

@@ -170,8 +170,11 @@ def test_email_routing_enable_adds_locked_records_and_disable_removes_them(
 ) -> None:
     settings = cf.get(f"/zones/{zone}/email/routing").json()["result"]
     assert settings["enabled"] is False and settings["status"] == "unconfigured"
-    enabled = cf.post(f"/zones/{zone}/email/routing/dns").json()["result"]
-    assert enabled["enabled"] is True and enabled["status"] == "ready"
+    nameless = cf.post(f"/zones/{zone}/email/routing/dns")
+    assert nameless.status_code == 400, "the body names the zone"
+    enabled = cf.post(f"/zones/{zone}/email/routing/dns", json={"name": "acme.test"})
+    assert enabled.json()["result"]["enabled"] is True
+    assert enabled.json()["result"]["status"] == "ready"
     records = cf.get(f"/zones/{zone}/dns_records").json()["result"]
     routing = [r for r in records if r["meta"].get("email_routing")]
     assert sorted(r["type"] for r in routing) == ["MX", "MX", "MX", "TXT"]
@@ -201,6 +204,10 @@ def test_routing_rules_and_catch_all(cf: httpx.Client, zone: str) -> None:
     assert updated["enabled"] is False
     bad = cf.post(f"/zones/{zone}/email/routing/rules", json={**rule_body, "actions": []})
     assert bad.status_code == 400
+    two = {"type": "forward", "value": ["owner@example.test", "other@example.test"]}
+    several = cf.post(f"/zones/{zone}/email/routing/rules", json={**rule_body, "actions": [two]})
+    assert several.status_code == 400, "a rule forwards to a single destination"
+    assert "single destination" in several.json()["errors"][0]["message"]
     assert cf.delete(url).json()["success"] is True
     assert cf.get(url).status_code == 404
     catch_all = cf.get(f"/zones/{zone}/email/routing/rules/catch_all").json()["result"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -358,16 +358,31 @@ def _mail(build: _Builder, mail: Mail | None) -> None:
         if route.address in seen:
             raise build.fail(section, "declared twice")
         seen.add(route.address)
+        _one_destination(build, section, route.forward_to)
         deps = ["mail.routing", *(f"mail.destination:{a}" for a in route.forward_to)]
         spec = {"address": route.address, "forward_to": sorted(set(route.forward_to))}
         build.add(f"mail.route:{route.address}", "cloudflare.email_rule", target, spec, deps)
     if mail.catch_all is not None:
+        _one_destination(build, "[mail] catch_all", mail.catch_all.forward_to)
         deps = ["mail.routing", *(f"mail.destination:{a}" for a in mail.catch_all.forward_to)]
         spec = {
             "action": mail.catch_all.action,
             "forward_to": sorted(set(mail.catch_all.forward_to)),
         }
         build.add("mail.catch-all", "cloudflare.catch_all", target, spec, deps)
+
+
+def _one_destination(build: _Builder, section: str, forward_to: Sequence[str]) -> None:
+    """Cloudflare forwards an address to a single destination (its API refuses more,
+    and several rules for one address would have only the newest one used)."""
+    several = sorted({a.lower() for a in forward_to})
+    if len(several) > 1:
+        raise build.fail(
+            section,
+            f"field 'forward_to': Cloudflare Email Routing forwards an address to one "
+            f"destination, not {len(several)} ({', '.join(several)}); forward to one "
+            "address (a list that fans out, for example)",
+        )
 
 
 # -- apps and chat (Coolify) --------------------------------------------------------

@@ -11,7 +11,12 @@ Quirks handled: every answer is an envelope ``{success, errors, result}``;
 lists page by ``page``/``per_page`` (pages after the first are fetched
 concurrently once ``total_pages`` is known, and a client that never sees
 ``total_pages`` keeps asking until a page is empty, like the SDK); creating
-an identical record fails with 81058, which means "already there".
+an identical record fails with 81058, or 81057 ("already exists", what
+Cloudflare answers for a CNAME and in older API versions), so both mean "look
+it up by name and type"; only an identical one found there is "already there".
+Enabling Email Routing sends the zone's name in the body; disabling it answers
+the settings (current API) or the DNS records it removed (older versions, a
+list): either is accepted.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from trueup.providers.http import (
 
 JSON = dict[str, Any]
 IDENTICAL_RECORD = 81058
+#: "Record already exists": an identical record too, for some types and API versions.
+RECORD_EXISTS = 81057
 RECORD_PAGE = 100
 EMAIL_PAGE = 50
 
@@ -128,17 +135,22 @@ class CloudflareClient:
         """Create, treating "an identical record already exists" as found.
 
         Replaying a create is safe here: Cloudflare refuses a duplicate with
-        81058, and then the existing record is looked up by name and type.
+        81058 or 81057, and then the existing record is looked up by name and
+        type. 81057 with no identical record there is a real clash: its error
+        stands.
         """
         try:
             created: JSON = self._send("POST", f"/zones/{zone}/dns_records", body)
             return created
         except ProviderError as exc:
-            if not exc.has(IDENTICAL_RECORD):
+            if IDENTICAL_RECORD not in exc.codes and RECORD_EXISTS not in exc.codes:
                 raise
+            refused = exc
         for record in self.find_records(zone, body["type"], body["name"]):
             if _same(record, body):
                 return record
+        if IDENTICAL_RECORD not in refused.codes:
+            raise refused
         raise ProviderError(
             "cloudflare",
             "POST",
@@ -159,11 +171,19 @@ class CloudflareClient:
         result: JSON = self._get(f"/zones/{zone}/email/routing")
         return result
 
-    def set_routing(self, zone: str, enabled: bool) -> JSON:
-        result: JSON = self._send(
-            "POST" if enabled else "DELETE", f"/zones/{zone}/email/routing/dns"
+    def set_routing(self, zone: str, zone_name: str, enabled: bool) -> JSON:
+        """Turn Email Routing on (the body names the zone) or off; the settings after it."""
+        path = f"/zones/{zone}/email/routing/dns"
+        result = (
+            self._send("POST", path, {"name": zone_name}) if enabled else self._send("DELETE", path)
         )
-        return result
+        if isinstance(result, dict):
+            return result
+        if isinstance(result, list) or result is None:  # the records it removed: read again
+            return self.routing(zone)
+        raise ProviderError(
+            "cloudflare", "DELETE", path, 200, "the answer is neither the settings nor a list"
+        )
 
     def rules(self, zone: str) -> list[JSON]:
         return self.list_all(f"/zones/{zone}/email/routing/rules", EMAIL_PAGE)

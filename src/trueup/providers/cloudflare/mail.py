@@ -101,7 +101,9 @@ class EmailRoutingKind(_ZoneSettingKind):
     def update(
         self, resource: Resource, payload: Mapping[str, Any], session: CloudflareSession
     ) -> JSON:
-        settings = session.write.set_routing(session.zone_id, bool(resource.spec["enabled"]))
+        settings = session.write.set_routing(
+            session.zone_id, session.zone_name, bool(resource.spec["enabled"])
+        )
         return {"id": self.ident(settings), "zone": session.zone_id}
 
 

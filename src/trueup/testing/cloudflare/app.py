@@ -115,20 +115,20 @@ def _routes(state: CloudflareState) -> list[BaseRoute]:
     async def routing_dns(request: Request) -> Response:
         zone, path = request.path_params["zone"], path_of(request)
         if request.method == "POST":
-            return json_response(env.ok(state.enable_routing(zone, path)))
+            body = await _body(request) if await request.body() else {}
+            return json_response(env.ok(state.enable_routing(zone, path, body)))
         if request.method == "DELETE":
-            return json_response(env.ok(state.disable_routing(zone, path)))
+            settings, removed = state.disable_routing(zone, path)
+            return json_response(env.ok(removed if state.routing_delete_lists else settings))
         return json_response(env.ok(state.routing_dns(zone, path)))
 
     async def routing_enable(request: Request) -> Response:
-        return json_response(
-            env.ok(state.enable_routing(request.path_params["zone"], path_of(request)))
-        )
+        zone, path = request.path_params["zone"], path_of(request)
+        return json_response(env.ok(state.enable_routing(zone, path, {"name": None})))
 
     async def routing_disable(request: Request) -> Response:
-        return json_response(
-            env.ok(state.disable_routing(request.path_params["zone"], path_of(request)))
-        )
+        settings, _ = state.disable_routing(request.path_params["zone"], path_of(request))
+        return json_response(env.ok(settings))
 
     async def rules(request: Request) -> Response:
         zone, path = request.path_params["zone"], path_of(request)

@@ -23,6 +23,9 @@ class CloudflareStore(JsonStore):
         account_name: str = "Fake Account",
     ) -> None:
         self._account_name = account_name
+        #: ``DELETE .../email/routing/dns`` answers the removed records (a list), as
+        #: older API versions do, instead of the settings.
+        self.routing_delete_lists = False
         super().__init__(state_file)
 
     def _initial(self) -> JSON:

@@ -2,7 +2,8 @@
 
 Quirks kept on purpose: names come back fully qualified ("portal" in zone
 acme.test is "portal.acme.test", "@" is the apex); creating is not
-idempotent (an identical record is error 81058, a CNAME clash 81057);
+idempotent (an identical record is error 81058, but an identical CNAME and
+a CNAME clash are 81057, "already exists");
 proxied records always report ``ttl: 1``; list filters match the fully
 qualified name only; a page past the end is an empty success.
 """
@@ -194,6 +195,8 @@ class DnsMixin(CloudflareStore):
                 and _same_content(candidate["type"], other["content"], candidate["content"])
                 and other.get("priority") == candidate.get("priority")
             ):
+                if candidate["type"] == "CNAME":  # one per name: "already exists", not "identical"
+                    raise env.error(400, env.RECORD_CLASH, "Record already exists.")
                 raise env.error(400, env.RECORD_IDENTICAL, "An identical record already exists.")
         for other in same_name:
             if candidate["type"] == "CNAME" or other["type"] == "CNAME":

@@ -106,9 +106,16 @@ class EmailMixin(CloudflareStore):
         wanted.append({"type": "TXT", "name": zone["name"], "content": ROUTING_SPF, "ttl": 1})
         return wanted
 
-    def enable_routing(self, zone_id: str, path: str) -> JSON:
+    def enable_routing(self, zone_id: str, path: str, body: Any) -> JSON:
+        """``POST .../dns`` names the zone in its body (``name``); the deprecated
+        ``.../enable`` passes ``{"name": None}``: it takes no body."""
         with self._write() as data:
             zone = self._zone(data, zone_id, path)
+            name = body.get("name", "") if isinstance(body, dict) else ""
+            if name is not None and name != zone["name"]:
+                raise env.error(
+                    400, env.EMAIL_INVALID_INPUT, f"name: expected the zone's name {zone['name']}"
+                )
             block = self._email(data, zone)
             records = data["records"][zone_id]
             foreign_mx = any(
@@ -150,15 +157,20 @@ class EmailMixin(CloudflareStore):
             )
             return dict(settings)
 
-    def disable_routing(self, zone_id: str, path: str) -> JSON:
+    def disable_routing(self, zone_id: str, path: str) -> tuple[JSON, list[JSON]]:
+        """The settings after it, and the records it removed.
+
+        ``DELETE .../dns`` answers the settings (the current API) or, with
+        ``routing_delete_lists``, the removed records (older API versions).
+        """
         with self._write() as data:
             zone = self._zone(data, zone_id, path)
             block = self._email(data, zone)
             records = data["records"][zone_id]
-            for record_id in [rid for rid, r in records.items() if r["meta"].get("email_routing")]:
-                del records[record_id]
+            removed = [rid for rid, r in records.items() if r["meta"].get("email_routing")]
+            gone = [records.pop(record_id) for record_id in removed]
             block["settings"].update(enabled=False, status="unconfigured", modified=cf_time())
-            return dict(block["settings"])
+            return dict(block["settings"]), gone
 
     # -- rules -------------------------------------------------------------------------
 
@@ -321,6 +333,11 @@ def _rule_fields(body: Any, *, catch_all: bool) -> JSON:
             or not all(isinstance(v, str) and v for v in value)
         ):
             raise env.error(400, env.EMAIL_INVALID_INPUT, "actions: value must list destinations")
+        if action["type"] == "forward" and isinstance(value, list) and len(value) > 1:
+            # "Currently limited to a single value" (the API's own schema).
+            raise env.error(
+                400, env.EMAIL_INVALID_INPUT, "actions: forward takes a single destination address"
+            )
     enabled = body.get("enabled", True)
     priority = body.get("priority", 0)
     if not isinstance(enabled, bool):
