@@ -150,6 +150,16 @@ class FollowerHome:
         building = folder.with_name(folder.name + f".{os.getpid()}.tmp")
         shutil.rmtree(building, ignore_errors=True)
         make_folders(building)
+        try:
+            self._fill(building, revision)
+        except BaseException:
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+        shutil.rmtree(folder, ignore_errors=True)  # a lay-out cut short (none is used)
+        os.replace(building, folder)
+        return profile
+
+    def _fill(self, building: Path, revision: Revision) -> None:
         for entry in revision.entries:
             for relpath, item in entry["files"].items():
                 place = building / safe_path(relpath)
@@ -171,9 +181,6 @@ class FollowerHome:
         }
         write_file(building / "profile.json", json.dumps(document, indent=1).encode())
         write_file(building / SHARE, json.dumps(revision.to_json()).encode())
-        shutil.rmtree(folder, ignore_errors=True)  # a lay-out cut short (none is used)
-        os.replace(building, folder)
-        return profile
 
     def _revision_folder(self, seq: int, digest: str) -> Path:
         return self.folder / "revisions" / f"{seq}-{digest[:16]}"
@@ -198,10 +205,20 @@ class FollowerHome:
         return revision, folder / "profile.json"
 
     def hold(self, revision: Revision, etag: str) -> None:
-        """Remember ``revision`` (laid out) as the share the next sync starts from."""
+        """Remember ``revision`` (laid out) as the share the next sync starts from.
+
+        The share held before it stays too (a run of it may wait for ``recover``,
+        which reads its sources); older ones go.
+        """
         last = self.last()
+        kept = {self._revision_folder(revision.seq, revision.manifest["digest"]).name}
+        if last.get("etag"):
+            kept.add(self._revision_folder(last["held_seq"], last["held_digest"]).name)
         held = {"etag": etag, "held_seq": revision.seq, "held_digest": revision.manifest["digest"]}
         self.remember({**last, **held})
+        for old in (self.folder / "revisions").iterdir():
+            if old.name not in kept and not old.name.endswith(".tmp"):
+                shutil.rmtree(old, ignore_errors=True)
 
 
 def _sha256(path: Path) -> str:

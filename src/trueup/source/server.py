@@ -300,6 +300,9 @@ def serve(app: SourceApp, keys: SourceKeys, sock: socket.socket) -> None:
         loop="asyncio",
         timeout_graceful_shutdown=2,
         limit_concurrency=1000,
+        # A follower's sync is a few requests in a row; a fleet syncing at once on a
+        # busy host must not find its connection closed between two of them.
+        timeout_keep_alive=30,
     )
     config.load()
     assert config.ssl is not None
