@@ -413,3 +413,19 @@ def test_a_secret_named_app_variable_reaches_coolify_and_nothing_else(org: OrgWo
         for path in [saved, *org.world.data.rglob("*")]:
             if path.is_file():
                 assert value.encode() not in path.read_bytes(), path
+
+
+def test_a_coolify_token_that_may_not_read_values_is_refused_naming_the_permission(
+    org: OrgWorld,
+) -> None:
+    """Hidden values would make every variable look changed: refused (exit 5), not planned."""
+    assert org.run("org", "apply", org.path, "--confirm", "Acme Inc").code == 0
+    org.fakes.coolify.set_token_abilities("read", "write", "deploy")
+    planned = org.run("org", "plan", org.path)
+    assert planned.code == 5, planned.out + planned.err
+    assert "hides the variables' values from this token" in planned.err
+    assert "root or read:sensitive permission" in planned.err
+    assert "Traceback" not in planned.err
+    org.fakes.coolify.set_token_abilities("read:sensitive")
+    settled = org.run("org", "plan", org.path, "--json")
+    assert settled.code == 0 and settled.json["status"] == "converged", settled.out

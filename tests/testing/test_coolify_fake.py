@@ -248,3 +248,17 @@ def test_bulk_env_vars_refuse_unknown_fields_like_every_other_write(
     refused = api.patch(f"/applications/{uuid}/envs/bulk", json=body)
     assert refused.status_code == 422 and refused.json()["message"] == "Validation failed."
     assert api.get(f"/applications/{uuid}/envs").json() == []
+
+
+@pytest.mark.parametrize("abilities", [("root",), ("read:sensitive",), ("read", "write")])
+def test_env_values_are_shown_only_to_a_token_that_may_read_sensitive_data(
+    api: httpx.Client, fakes: FakeProviders, project: str, abilities: tuple[str, ...]
+) -> None:
+    uuid = api.post("/applications/dockerimage", json=image_app(fakes, project)).json()["uuid"]
+    api.post(f"/applications/{uuid}/envs", json={"key": "DATABASE_URL", "value": "a"})
+    fakes.coolify.set_token_abilities(*abilities)
+    [env] = api.get(f"/applications/{uuid}/envs").json()
+    if "read:sensitive" in abilities or "root" in abilities:
+        assert env["value"] == env["real_value"] == "a"
+    else:
+        assert env["key"] == "DATABASE_URL" and "value" not in env and "real_value" not in env

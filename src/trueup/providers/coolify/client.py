@@ -4,7 +4,10 @@ Quirks handled: no envelope and no pagination (lists return everything);
 errors are ``{"message"}`` plus ``errors`` by field on a 422; nothing is
 unique by name (two projects may share one), so a create whose fate is
 unknown (a 5xx, a broken connection) is followed by a lookup by name before
-it is ever sent again, and a create is never blindly replayed.
+it is ever sent again, and a create is never blindly replayed. Variables'
+values are sensitive: Coolify leaves them out for a token without the root or
+read:sensitive permission, which is refused (exit 5) rather than read as
+"every value changed".
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from trueup.errors import ExitCode, TrueupError
 from trueup.providers.http import AmbiguousWrite, HttpClient, ProviderError, answer, json_object
 from trueup.redact import unseal
 
@@ -47,6 +51,25 @@ def create_once(create: Callable[[], JSON], find: Callable[[], JSON | None], wha
     raise ProviderError(
         "coolify", "POST", what, None, f"could not create {what} after {ATTEMPTS} attempts"
     )
+
+
+class HiddenValues(TrueupError):
+    """Coolify answered an application's variables without their values.
+
+    It shows a value only to a token with the ``root`` or ``read:sensitive``
+    ability whose user is a team admin; without the values every variable
+    would look changed and a signing key could not be read back.
+    """
+
+    exit_code = ExitCode.AUTH
+
+    def __init__(self, uuid: str) -> None:
+        super().__init__(
+            f"coolify: GET /applications/{uuid}/envs: the answer hides the variables' values "
+            "from this token, so trueup cannot compare them with the declaration",
+            hint="give TRUEUP_COOLIFY_TOKEN a token with the root or read:sensitive permission "
+            "(Coolify: Keys & Tokens > API tokens), created by a team admin",
+        )
 
 
 class CoolifyClient:
@@ -147,7 +170,10 @@ class CoolifyClient:
 
     # -- environment variables ------------------------------------------------------
     def envs(self, uuid: str) -> list[JSON]:
+        """An application's variables, with their values (refused when Coolify hides them)."""
         found: list[JSON] = self._json("GET", f"/applications/{uuid}/envs")
+        if any(isinstance(env, dict) and "value" not in env for env in found):
+            raise HiddenValues(uuid)
         return found
 
     def upsert_envs(self, uuid: str, items: list[JSON]) -> None:

@@ -1,4 +1,10 @@
-"""ZITADEL Management API v1 (and v2 organization search) over httpx.
+"""ZITADEL over httpx: organizations with the v2 API, the rest with Management v1.
+
+ZITADEL moved organizations to v2 (``/v2/organizations``, v1's ``/orgs`` is
+deprecated), and those calls use it. Projects, roles, OIDC applications and
+project grants still need Management v1: their v2 services (project and
+application v2beta) are not yet stable across the versions trueup supports.
+Reading the org itself (``GET /management/v1/orgs/me``) stays v1 too.
 
 Quirks handled: the org a call acts in is the ``x-zitadel-orgid`` header;
 lists are ``POST .../_search`` pages of at most 1000 (``totalResult`` is a
@@ -141,8 +147,11 @@ class ZitadelClient:
         return (found or {}).get("org")
 
     def create_org(self, name: str) -> str:
-        created = self._create(f"{MGMT}/orgs", None, {"name": name}, lambda: self.org_by_name(name))
-        return str(created["id"])
+        """With v2 (``POST /v2/organizations``): ZITADEL deprecated v1's ``POST /orgs``."""
+        created = self._create(
+            "/v2/organizations", None, {"name": name}, lambda: self.org_by_name(name)
+        )
+        return str(created.get("organizationId") or created["id"])
 
     # -- projects -------------------------------------------------------------------
     def projects(self, org: str) -> list[JSON]:

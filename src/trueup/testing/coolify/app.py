@@ -123,7 +123,7 @@ def _routes(state: CoolifyState) -> list[BaseRoute]:
             return json_response(state.create_env(uuid, await _json_body(request)), 201)
         if request.method == "PATCH":
             return json_response(state.update_env(uuid, await _json_body(request)), 201)
-        return json_response(state.list_envs(uuid))
+        return json_response(state.list_envs(uuid, as_token=True))
 
     async def envs_bulk(request: Request) -> Response:
         body = await _json_body(request)

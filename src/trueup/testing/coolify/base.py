@@ -34,6 +34,8 @@ class CoolifyStore(JsonStore):
     def _initial(self) -> JSON:
         data: JSON = {
             "next_id": 1,
+            # What the API token may do (Coolify's token abilities): root by default.
+            "token_abilities": ["root"],
             "servers": {},
             "projects": {},
             "environments": {},

@@ -3,6 +3,11 @@
 Keys are unique per application and per preview flag: creating an existing
 key is a 409 (use PATCH), PATCH needs an existing key (404 otherwise), and
 ``PATCH .../envs/bulk`` upserts a list of them.
+
+Values are sensitive: the API answers ``value`` and ``real_value`` only to a
+token with the ``root`` or ``read:sensitive`` ability (whose user is a team
+admin); to any other token both fields are left out of every variable, as
+Coolify's ``removeSensitiveData`` does.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ ENV_RULES = {
     "is_shown_once": "boolean",
 }
 ENV_FLAGS = ("is_preview", "is_build_time", "is_literal", "is_multiline", "is_shown_once")
+#: Token abilities that may read sensitive values.
+SENSITIVE_READERS = frozenset({"root", "read:sensitive"})
 
 
 def _env_key(raw: str) -> str:
@@ -32,11 +39,20 @@ def _env_key(raw: str) -> str:
 class EnvVarsMixin(CoolifyStore):
     """``/applications/{uuid}/envs`` behaviour."""
 
-    def list_envs(self, uuid: str) -> list[JSON]:
+    def set_token_abilities(self, *abilities: str) -> None:
+        """What the API token may do from now on (e.g. ``"read", "write", "deploy"``)."""
+        with self._write() as data:
+            data["token_abilities"] = list(abilities)
+
+    def list_envs(self, uuid: str, *, as_token: bool = False) -> list[JSON]:
+        """Every variable; ``as_token``: as the API answers the token (values hidden
+        from a token that may not read sensitive data)."""
         with self._read() as data:
             self._app(data, uuid)
-            envs = list(data["envs"][uuid].values())
-            return [dict(e) for e in sorted(envs, key=lambda e: (e["is_preview"], e["id"]))]
+            envs = sorted(data["envs"][uuid].values(), key=lambda e: (e["is_preview"], e["id"]))
+            hidden = as_token and not SENSITIVE_READERS & set(data["token_abilities"])
+            hide = {"value", "real_value"} if hidden else set()
+            return [{k: v for k, v in e.items() if k not in hide} for e in envs]
 
     def create_env(self, uuid: str, body: JSON) -> JSON:
         with self._write() as data:
