@@ -117,6 +117,9 @@ def org_apply(
         bool, typer.Option("--no-input", help="Never prompt (for CI); implies --yes.")
     ] = False,
     overwrite: OverwriteOpt = None,
+    queue: Annotated[
+        bool, typer.Option("--queue", help="Queue the apply for a worker (trueup worker).")
+    ] = False,
     insecure_http: InsecureHttpOpt = False,
     state: StateOpt = None,
     json_out: JsonOpt = False,
@@ -150,6 +153,15 @@ def org_apply(
                 out.report("nothing was changed", data, "declined")
                 return int(ExitCode.OK)
             with confirmation_hint(expected.target.name, no_input and typed is None):
+                if queue and expected.changes:
+                    from trueup.execute.queued_org import enqueue_org_apply
+
+                    engine.check_fresh(expected, prepared)
+                    run_id = enqueue_org_apply(engine, prepared, typed)
+                    message = f"queued as run {run_id}; a worker applies it (trueup worker)"
+                    data = {**_plan_json(prepared, expected), "run": run_id}
+                    out.report(message, data, "queued")
+                    return int(ExitCode.OK)
                 result = engine.apply(prepared, expected, typed, consent.paused)
 
             def show() -> None:

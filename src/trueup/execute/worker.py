@@ -34,7 +34,10 @@ def load_handlers(modules: Iterable[str] = ()) -> None:
 
     Here, not in runner.py: the built-in handler module imports the runner.
     """
-    from trueup.execute import queued_apply  # noqa: F401 - registers ``profile.apply``
+    from trueup.execute import (
+        queued_apply,  # noqa: F401 - registers ``profile.apply``
+        queued_org,  # noqa: F401 - registers ``org.apply``
+    )
 
     for module in modules:
         try:

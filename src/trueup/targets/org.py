@@ -178,6 +178,10 @@ class OrgTarget:
     ) -> OrgApplied:
         return self._run(run, prepared, first_seq, prepared.plan.digest)
 
+    def run_queued(self, run: RunInfo, prepared: OrgPrepared, first_seq: int) -> OrgApplied:
+        """The steps of a queued job's run; the job runner finishes the run, not this."""
+        return self._run(run, prepared, first_seq, prepared.plan.digest, finish_run=False)
+
     def _run(
         self,
         run: RunInfo,
@@ -185,6 +189,7 @@ class OrgTarget:
         first_seq: int,
         digest: str,
         event: str = "plan.applied",
+        finish_run: bool = True,
     ) -> OrgApplied:
         prepared.services.enable_writes()
         executor = Executor(
@@ -197,6 +202,7 @@ class OrgTarget:
             self.settings.data,
             services=prepared.ctx.services,
             remote_limits=self.limits,
+            finish_run=finish_run,
         )
         result = executor.execute(prepared.plan, first_seq)
         state = record_state(self.store, prepared, result, first_seq)
@@ -204,7 +210,7 @@ class OrgTarget:
         # org's says what is still not true. One outcome, wherever it is shown.
         final = final_outcome(prepared.plan, result, state)
         message = result.message or not_yet(state)
-        if final is not result.outcome:  # the run's row says what status will show
+        if finish_run and final is not result.outcome:  # the run's row says what status shows
             self.store.set_run_status(result.run_id, "finished", final.value, message)
         result.outcome = final
         audit_applied(
@@ -226,7 +232,7 @@ class OrgTarget:
             holder.status == "running" and holder.holder_alive is False
         ):
             why = "superseded: a new apply resumed from live state"
-            self._close_unfinished(holder.id)
+            self.close_unfinished(holder.id)
             self.store.set_run_status(holder.id, "finished", Outcome.INTERRUPTED.value, why)
             audit.record(
                 self.store,
@@ -239,7 +245,7 @@ class OrgTarget:
                 run_id=holder.id,
             )
 
-    def _close_unfinished(self, run_id: str) -> None:
+    def close_unfinished(self, run_id: str) -> None:
         """The killed attempt's unfinished steps: in flight (fate unknown) or never reached."""
         note = "superseded: resumed from live state"
         updates = [
@@ -301,7 +307,7 @@ class OrgTarget:
                     hint=f"review and confirm them: trueup org apply {source} --confirm NAME",
                 ),
             )
-        self._close_unfinished(run.id)
+        self.close_unfinished(run.id)
         self.store.event(run.id, "run.recovered", {"org": True})
         return self._run(
             run, prepared, self.store.next_seq(run.id), run.plan_digest or "", "run.recovered"
