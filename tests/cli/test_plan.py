@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 from world import World
 
 
@@ -77,3 +80,27 @@ def test_drift_on_a_skill_names_its_files_and_shows_what_overwrite_discards(
     overwrite = ("--overwrite", "review", "--confirm", "P")  # notes.md is destroyed
     assert world.run("apply", profile, "--root", root, "--yes", *overwrite).code == 0
     assert world.target("skills/review/SKILL.md").read_text() == "title\nstep one\n"
+
+
+def test_a_plan_answered_from_memory_loads_no_loader_planner_or_executor(
+    world: World, profile: str
+) -> None:
+    root = str(world.root)
+    assert world.run("apply", profile, "--root", root, "--yes").code == 0
+    past = time.time_ns() - 10_000_000_000  # old enough to be trusted by its stat
+    for path in (
+        world.base,
+        world.root,
+        world.target("x"),
+        world.profiles,
+        world.profiles / "p.toml",
+    ):
+        os.utime(path, ns=(past, past))
+    assert world.run("plan", profile, "--root", root).code == 0  # computed, remembered
+    code, modules = world.modules("plan", profile, "--root", root)
+    assert code == 0
+    computing = {"trueup.declare.profile", "trueup.plan.planner", "trueup.kinds.base"}
+    assert not (computing | {"trueup.execute.executor"}) & modules
+    # Another option is another plan, computed: the same check sees those modules then.
+    code, modules = world.modules("plan", profile, "--root", root, "--max-file-bytes", "999")
+    assert code == 0 and computing <= modules

@@ -3,37 +3,11 @@ importing them, and a profile command never loads the org, team or fake-server c
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import click
 import pytest
 from world import World
 
 from trueup.cli.registry import LAZY_COMMANDS, load
-
-#: Run as ``python -c``: the ``trueup`` command, then the modules it loaded, on stderr.
-TRUEUP_THEN_MODULES = """
-import atexit, json, sys
-atexit.register(lambda: print("MODULES", json.dumps(sorted(sys.modules)), file=sys.stderr))
-from trueup.cli.main import run
-run()
-"""
-
-
-def modules_loaded_by(world: World, *args: str) -> tuple[int, set[str]]:
-    done = subprocess.run(
-        [sys.executable, "-c", TRUEUP_THEN_MODULES, *args],
-        capture_output=True,
-        text=True,
-        env=world.env(),
-        cwd=world.base,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    listed = done.stderr[done.stderr.rindex("MODULES ") + len("MODULES ") :]
-    return done.returncode, set(json.loads(listed))
 
 
 @pytest.mark.parametrize("name", list(LAZY_COMMANDS))
@@ -44,7 +18,7 @@ def test_every_row_loads_the_command_it_names_with_the_help_it_shows(name: str) 
 
 
 def test_help_lists_every_command_with_its_line_and_imports_none(world: World) -> None:
-    code, modules = modules_loaded_by(world, "--help")
+    code, modules = world.modules("--help")
     assert code == 0
     assert not {row.target.partition(":")[0] for row in LAZY_COMMANDS.values()} & modules
     shown = world.run("--help")
@@ -70,7 +44,7 @@ def test_a_mistyped_command_is_matched_against_the_lazy_ones_too(world: World) -
 
 
 def test_plan_imports_no_org_team_or_fake_server_code(world: World, profile: str) -> None:
-    code, modules = modules_loaded_by(world, "plan", profile, "--root", str(world.root))
+    code, modules = world.modules("plan", profile, "--root", str(world.root))
     assert code == 0
     elsewhere = ("trueup.org", "trueup.providers", "trueup.testing")
     assert not [m for m in modules if m.startswith(elsewhere)]

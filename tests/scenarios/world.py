@@ -29,6 +29,14 @@ target = "x"
 content = "c"
 """
 
+#: ``python -c`` this: the ``trueup`` command, then the modules it imported, on stderr.
+_TRUEUP_THEN_MODULES = """
+import atexit, json, sys
+atexit.register(lambda: print("MODULES", json.dumps(sorted(sys.modules)), file=sys.stderr))
+from trueup.cli.main import run
+run()
+"""
+
 TRUEUP = shutil.which("trueup", path=str(Path(sys.executable).parent)) or "trueup"
 
 
@@ -67,6 +75,20 @@ class World:
             stdin=subprocess.DEVNULL,
         )
         return Result(done.returncode, done.stdout, done.stderr)
+
+    def modules(self, *args: str) -> tuple[int, set[str]]:
+        """Run ``trueup ARGS`` as ``run`` does; its exit code and every module it imported."""
+        done = subprocess.run(
+            [sys.executable, "-c", _TRUEUP_THEN_MODULES, *args],
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            cwd=self.base,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        listed = done.stderr[done.stderr.rindex("MODULES ") + len("MODULES ") :]
+        return done.returncode, set(json.loads(listed))
 
     def write(self, relative: str, text: str) -> Path:
         path = self.profiles / relative

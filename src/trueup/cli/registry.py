@@ -54,7 +54,7 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     ),
     "doctor": LazyCommand(
         "trueup.cli.doctor_commands:doctor",
-        "Is this machine healthy? Probes each part trueup relies on, with next steps.",
+        "Probe runtime, state store, keyring, source, scheduler, package managers and agents.",
     ),
     "fakes": LazyCommand(
         "trueup.cli.fakes:fakes_app", "Fake Cloudflare, Coolify and ZITADEL servers."
