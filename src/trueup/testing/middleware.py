@@ -137,6 +137,13 @@ class FaultMiddleware:
             return
 
         status_seen: list[int] = []
+        chunks: list[bytes] = []
+
+        async def recording_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                chunks.append(message.get("body", b""))
+            return message
 
         async def recording_send(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -144,9 +151,10 @@ class FaultMiddleware:
             await send(message)
 
         try:
-            await self.app(scope, receive, recording_send)
+            await self.app(scope, recording_receive, recording_send)
         finally:
-            self.log.record(method, path, query, status_seen[0] if status_seen else 500, None)
+            status = status_seen[0] if status_seen else 500
+            self.log.record(method, path, query, status, None, _json_or_none(b"".join(chunks)))
 
 
 class BearerAuthMiddleware:
@@ -179,3 +187,12 @@ class BearerAuthMiddleware:
             await send_json(send, status, body)
             return
         await self.app(scope, receive, send)
+
+
+def _json_or_none(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None

@@ -29,6 +29,9 @@ class LoggedRequest:
     status: int | None
     fault: str | None
     at: float
+    #: The JSON body the provider logic was handed (None: none, not JSON, or faulted
+    #: before it was read): what request-shape tests check against the real API.
+    body: Any = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -43,7 +46,13 @@ class RequestLog:
         self._entries: list[LoggedRequest] = []
 
     def record(
-        self, method: str, path: str, query: str, status: int | None, fault: str | None
+        self,
+        method: str,
+        path: str,
+        query: str,
+        status: int | None,
+        fault: str | None,
+        body: Any = None,
     ) -> LoggedRequest:
         entry = LoggedRequest(
             seq=next(_SEQ),
@@ -54,6 +63,7 @@ class RequestLog:
             status=status,
             fault=fault,
             at=time.time(),
+            body=body,
         )
         with self._lock:
             self._entries.append(entry)
