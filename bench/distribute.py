@@ -239,9 +239,9 @@ def measure(
     run(source_env, "source", "publish", str(profile))
     for follower in followers:
         follower.received = 0
-    cpu_before = cpu_seconds(pid)
+    cpu_before, own_before = cpu_seconds(pid), time.process_time()
     converged = asyncio.run(fleet_sync(endpoint, followers))
-    cpu = cpu_seconds(pid) - cpu_before
+    cpu, own = cpu_seconds(pid) - cpu_before, time.process_time() - own_before
     received = [f.received for f in followers]
     assert all(f.held is not None and f.held.seq == 2 for f in followers)
     rsync = rsync_bytes(tree, copy)
@@ -260,6 +260,8 @@ def measure(
         "bytes ratio trueup/rsync": round(statistics.median(received) / rsync, 3),
         "source CPU per follower sync (ms)": round(cpu / args.followers * 1000, 3),
         "fleet converged (s)": round(converged, 3),
+        "source CPU, whole fleet (s)": round(cpu, 3),
+        "followers' CPU, whole fleet (s)": round(own, 3),
         "first sync of one follower (bytes)": first_bytes,
         "unchanged sync, whole process median (ms)": round(unchanged * 1000, 1),
         "trueup --version median (ms)": round(version * 1000, 1),

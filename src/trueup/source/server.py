@@ -12,11 +12,14 @@ change, so each process keeps what it read of them in memory; followers
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import queue
 import secrets
 import socket
 import ssl
+import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -30,7 +33,7 @@ from starlette.routing import Route
 from trueup.crashpoints import reach
 from trueup.source.admin import new_follower_id
 from trueup.source.keys import SourceKeys
-from trueup.source.store import Follower, SourceStore
+from trueup.source.store import Follower, NewReport, SourceStore
 from trueup.source.wire import Revision, cut, delta, share_tag, tag_seq
 from trueup.state.store import Store
 
@@ -55,6 +58,54 @@ class _Cut:
     body: bytes
 
 
+class _ReportWriter:
+    """Reports written by a thread of their own, as many per commit as have arrived.
+
+    A commit waits for the disk; one per report would keep every other
+    follower waiting behind it. A report is answered once it is stored.
+    """
+
+    def __init__(self, state_url: str) -> None:
+        self.state_url = state_url
+        self.queue: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+
+    async def write(self, report: NewReport) -> None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self.queue.put((report, loop, done))
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="trueup-reports", daemon=True)
+            self.thread.start()
+        await done
+
+    def _run(self) -> None:
+        rows = SourceStore(Store.open(self.state_url))
+        while True:
+            batch = [self.queue.get()]
+            while not self.queue.empty():
+                batch.append(self.queue.get())
+            try:
+                rows.add_reports([report for report, _, _ in batch])
+                failure: BaseException | None = None
+            except Exception as exc:  # the requests waiting say so; the writer goes on
+                failure = exc
+            for _, loop, done in batch:
+                loop.call_soon_threadsafe(_settle, done, failure)
+
+
+_Pending = tuple[NewReport, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+
+
+def _settle(done: asyncio.Future[None], failure: BaseException | None) -> None:
+    if done.done():
+        return
+    if failure is None:
+        done.set_result(None)
+    else:
+        done.set_exception(failure)
+
+
 def _encode(document: dict[str, Any]) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
@@ -71,6 +122,7 @@ class SourceApp:
         self._deltas: dict[tuple[str, str], bytes] = {}
         self._blobs: OrderedDict[str, bytes] = OrderedDict()
         self._blob_bytes = 0
+        self.reports = _ReportWriter(state_url)
         self.app = Starlette(
             routes=[
                 Route("/v1/enroll", self.enroll, methods=["POST"]),
@@ -157,8 +209,8 @@ class SourceApp:
                 "human": list(body.get("human", [])),
                 "message": str(body.get("message") or "")[:1000],
             }
-            self.rows.add_report(
-                follower,
+            report = NewReport(
+                follower.id,
                 str(body["revision"]),
                 int(body["seq"]),
                 str(body["outcome"])[:32],
@@ -168,6 +220,7 @@ class SourceApp:
             return _error(413, "report too large")
         except (KeyError, TypeError, ValueError):
             return _error(400, "expected JSON with revision, seq and outcome")
+        await self.reports.write(report)
         return Response(status_code=204)
 
     # -- helpers ------------------------------------------------------------

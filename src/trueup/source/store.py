@@ -60,6 +60,17 @@ class Report:
         }
 
 
+@dataclass(frozen=True)
+class NewReport:
+    """What a follower reported about one sync."""
+
+    follower: str
+    revision_id: str
+    seq: int
+    outcome: str
+    detail: dict[str, Any]
+
+
 _FOLLOWER = "id, name, groups, enrolled_at, revoked_at"
 
 
@@ -240,21 +251,18 @@ class SourceStore:
         )
 
     # -- reports ------------------------------------------------------------
-    def add_report(
-        self, follower: Follower, revision_id: str, seq: int, outcome: str, detail: dict[str, Any]
-    ) -> None:
-        self.db.execute(
-            "INSERT INTO source_reports (follower_id, revision_id, seq, outcome, detail, "
-            "reported_at) VALUES (:f, :r, :s, :o, :d, :at)",
-            {
-                "f": follower.id,
-                "r": revision_id,
-                "s": seq,
-                "o": outcome,
-                "d": json.dumps(detail, sort_keys=True),
-                "at": now(),
-            },
-        )
+    def add_reports(self, reports: list[NewReport]) -> None:
+        """Store reports in one transaction: a fleet reporting at once costs one commit."""
+        at = now()
+        with self.db.transaction():
+            self.db.executemany(
+                "INSERT INTO source_reports (follower_id, revision_id, seq, outcome, detail, "
+                "reported_at) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (r.follower, r.revision_id, r.seq, r.outcome, json.dumps(r.detail), at)
+                    for r in reports
+                ],
+            )
 
     def fleet(self) -> list[Report]:
         """Every follower with its last report (or none yet)."""
