@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -19,7 +20,8 @@ from trueup.errors import UsageError
 
 MAX_MESSAGE = 2048
 PLACEHOLDER = "[REDACTED]"
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|PRIVATE_KEY|CREDENTIAL)", re.I)
+_SECRET_WORDS = ("token", "secret", "password", "passwd", "api_key", "private_key", "credential")
+_SECRET_NAME = re.compile("|".join(_SECRET_WORDS), re.I)
 _known: set[str] = set()
 _env_loaded = False
 #: Declared secret values by their sealed spelling (``seal``), for this process only.
@@ -63,6 +65,20 @@ def redact_url(url: str) -> str:
 def looks_secret(name: str) -> bool:
     """Whether a variable's name says it holds a secret (API_TOKEN, DB_PASSWORD...)."""
     return _SECRET_NAME.search(name) is not None
+
+
+def any_looks_secret(names: Iterable[str]) -> bool:
+    """Whether any of ``names`` may look secret (``looks_secret``), in a few passes over
+    them all: a large config file's hundreds of thousands of keys mostly hold none.
+
+    Names beyond ASCII answer yes, to be asked one by one: the regex folds case
+    in ways ``lower`` does not (the Kelvin sign is a ``k`` to it).
+    """
+    joined = "\n".join(names)
+    if not joined.isascii():
+        return True
+    lowered = joined.lower()
+    return any(word in lowered for word in _SECRET_WORDS)
 
 
 def seal(value: str) -> str:

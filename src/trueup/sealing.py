@@ -164,17 +164,18 @@ def mask(text: str, secrets: list[str]) -> str:
 def opened(values: list[Any]) -> list[str]:
     """The secret strings sealed anywhere in ``values``, opened (for ``mask``)."""
     found: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, str) and value.startswith(SEALED):
-            found.append(str(unseal(value)))
-        elif isinstance(value, Mapping):
-            for item in value.values():
-                walk(item)
+    # A loop over a stack, not a call per value: ``values`` may hold every value of
+    # a large config file.
+    todo = list(values)
+    while todo:
+        value = todo.pop()
+        if isinstance(value, str):
+            if value.startswith(SEALED):
+                found.append(str(unseal(value)))
         elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    for value in values:
-        walk(value)
+            todo.extend(value)
+        elif isinstance(value, int | float | None):  # before the slower Mapping check
+            continue
+        elif isinstance(value, Mapping):
+            todo.extend(value.values())
     return found

@@ -34,7 +34,7 @@ from trueup.kinds.formats import (
     paths_overlap,
 )
 from trueup.model import ABSENT, Action, ActionType, Applied, Evidence, Observed, Resource
-from trueup.redact import looks_secret
+from trueup.redact import any_looks_secret, looks_secret
 from trueup.sealing import holds_literal, holds_reference, sealed_leaves, sealed_strings
 
 if TYPE_CHECKING:
@@ -164,6 +164,9 @@ def plain_value(value: object) -> bool:
     return False
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
 def _spellable(value: Any) -> Any:
     """``value`` with each NaN or infinity in it replaced by a stand-in JSON can spell.
 
@@ -175,9 +178,10 @@ def _spellable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return f"\x00{value!r}"
     if isinstance(value, dict):
-        return {k: _spellable(v) for k, v in value.items()}
+        # A string, an integer or a boolean is spelt as it is: no call for each.
+        return {k: v if type(v) in _PLAIN else _spellable(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_spellable(v) for v in value]
+        return [v if type(v) in _PLAIN else _spellable(v) for v in value]
     return value
 
 
@@ -386,10 +390,15 @@ def _live_sealed(flat: dict[str, Any], secret: Iterable[str]) -> dict[str, Any]:
     under a name that looks secret. Plans and output then hold only their digests."""
     spelt_secret = [spelt(k) for k in secret]
     under = tuple(s + "." for s in spelt_secret)
-    sealed = {}
+    # Only a key named like a secret, or under a declared secret key, can be sealed
+    # whole: most files hold none, which one search over all their names tells.
+    named = bool(spelt_secret) or any_looks_secret(flat)
+    sealed = dict(flat)
     for k, v in flat.items():
-        whole = looks_secret(k) or k in spelt_secret or k.startswith(under)
-        # A plain value under a plain name is kept as it is without a call: a large
-        # file has hundreds of thousands of them (bench/config_formats.py).
-        sealed[k] = sealed_strings(v, whole) if whole or isinstance(v, (dict, list)) else v
+        if named and (looks_secret(k) or k in spelt_secret or k.startswith(under)):
+            sealed[k] = sealed_strings(v, True)
+        elif type(v) not in _PLAIN and isinstance(v, dict | list):
+            # A list of tables may name a secret inside. A plain value under a plain
+            # name costs no call: a large file has hundreds of thousands of them.
+            sealed[k] = sealed_strings(v, False)
     return sealed

@@ -286,10 +286,11 @@ def _replaced_keys(
     for key, value in changes.items():
         kept = set(flatten(value, parse_key_path(key))) if isinstance(value, Mapping) else set()
         name = spelt(key)
+        below = name + "."
         gone += [
             k
             for k in flat
-            if (k.startswith(name + ".") or (k == name and _holds_tables(flat[k])))
+            if (k.startswith(below) or (k == name and _holds_tables(flat[k])))
             and k not in kept
             and not any(k == o or inside(k, o) for o in owned)
         ]

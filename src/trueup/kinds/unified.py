@@ -132,10 +132,9 @@ def _anchor(
     recursion stays shallow)."""
     in_a = Counter(a[alo:ahi])
     in_b = Counter(b[blo:bhi])
-    where = {line: blo + j for j, line in enumerate(b[blo:bhi]) if in_b[line] == 1}
     middle = (alo + ahi) // 2
     for step in range((ahi - alo) // 4 + 1):
         for i in (middle + step, middle - step - 1):
-            if alo <= i < ahi and in_a[a[i]] == 1 and a[i] in where:
-                return i, where[a[i]]
+            if alo <= i < ahi and in_a[a[i]] == 1 and in_b[a[i]] == 1:
+                return i, b.index(a[i], blo, bhi)
     return None

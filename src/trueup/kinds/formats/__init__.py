@@ -22,7 +22,7 @@ import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from enum import Enum
-from typing import Final, Protocol
+from typing import Final, Protocol, cast
 
 __all__ = [
     "FORMATS",
@@ -219,9 +219,10 @@ _NEEDS_QUOTES = re.compile(r'\A\Z|\A\s|\s\Z|[."\\]')
 
 
 def _segment_needs_quotes(segment: str) -> bool:
-    """Empty, padded with whitespace, or holding a dot, quote or backslash (one regex
-    search: ``keys_flat`` of a large file asks this for every key)."""
-    return _NEEDS_QUOTES.search(segment) is not None
+    """Empty, padded with whitespace, or holding a dot, quote or backslash (letters and
+    digits alone, then one regex search: ``keys_flat`` of a large file asks this for
+    every key)."""
+    return not segment.isalnum() and _NEEDS_QUOTES.search(segment) is not None
 
 
 def format_key_path(path: KeyPath) -> str:
@@ -370,11 +371,17 @@ def _flatten_into(flat: dict[str, object], value: Mapping[str, object], spelt: s
     """``flatten`` below the dotted prefix ``spelt``: each key is spelt once, not
     the whole path again per leaf (a large file has hundreds of thousands)."""
     for key, item in value.items():
-        path = spelt + format_key_path((key,))
-        if isinstance(item, Mapping) and item:
-            _flatten_into(flat, item, path + ".")
+        path = spelt + (key if key.isalnum() else format_key_path((key,)))
+        # A plain dict is told at once; anything else but a scalar or a list is asked
+        # whether it is a Mapping (the slower check, for each of a large file's leaves).
+        nested = type(item) is dict or (type(item) not in _LEAVES and isinstance(item, Mapping))
+        if nested and item:
+            _flatten_into(flat, cast(Mapping[str, object], item), path + ".")
         else:
             flat[path] = item
+
+
+_LEAVES = frozenset({str, int, float, bool, list, type(None)})
 
 
 def _describe(value: object) -> str:

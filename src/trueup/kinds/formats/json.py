@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from trueup.kinds.formats import (
     MISSING,
@@ -228,8 +228,9 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _parse(text: str, origin: str) -> tuple[str, _Node | None]:
-    """Validate ``text``; return the text values are read from and its root's spans.
+def _parse(text: str, origin: str) -> tuple[str, _Node | None, dict[str, object]]:
+    """Validate ``text``; return the text values are read from, its root's spans, and
+    its values (read once here, to validate it).
 
     The text read from is ``text`` itself for plain JSON, and ``text`` with its
     comments and trailing commas blanked for JSONC (same offsets); the root is
@@ -237,17 +238,17 @@ def _parse(text: str, origin: str) -> tuple[str, _Node | None]:
     """
     body_start = 1 if text.startswith(_BOM) else 0
     if text[body_start:].strip(_WHITESPACE) == "":
-        return text, None
+        return text, None, {}
     clean = text
     try:
-        json.loads(text[body_start:], parse_constant=_reject_constant)
+        data = json.loads(text[body_start:], parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         clean = without_comments(text)
         if clean == text:
             raise ConfigError(
                 f"invalid JSON: {exc.msg}", origin=origin, line=exc.lineno, column=exc.colno
             ) from None
-        _check_jsonc(clean, body_start, origin)
+        data = _check_jsonc(clean, body_start, origin)
     except ValueError as exc:
         # NaN/Infinity: found outside strings, to say where they are.
         for match in _CONSTANT.finditer(text):
@@ -260,16 +261,16 @@ def _parse(text: str, origin: str) -> tuple[str, _Node | None]:
     start = scanner.skip(body_start)
     if clean[start] != "{":
         scanner.fail(start, "the top level of a JSON config file must be an object")
-    try:
-        return clean, scanner.value(start)
-    except RecursionError:
-        raise ConfigError("JSON nested too deeply", origin=origin) from None
+    # Valid JSON, so the object ends where the text does, but for whitespace (and,
+    # in JSONC, the comments blanked out): no second pass needed to find its end.
+    return clean, _Node(start, len(clean.rstrip(_WHITESPACE)), scanner), data
 
 
-def _check_jsonc(clean: str, body_start: int, origin: str) -> None:
-    """Refuse JSONC that is not JSON once its comments and trailing commas are gone."""
+def _check_jsonc(clean: str, body_start: int, origin: str) -> Any:
+    """Refuse JSONC that is not JSON once its comments and trailing commas are gone;
+    return its values."""
     try:
-        json.loads(clean[body_start:], parse_constant=_reject_constant)
+        return json.loads(clean[body_start:], parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"invalid JSON (with comments): {exc.msg}",
@@ -324,7 +325,10 @@ class JsonDocument(BaseDocument):
     def __init__(self, text: str, origin: str) -> None:
         super().__init__(text, origin)
         self._text = text
-        self._clean, self._tree = _parse(text, origin)
+        # The values as parsed, until the first edit (then read from the spans).
+        self._data: dict[str, object] | None
+        self._clean, self._tree, self._data = _parse(text, origin)
+        self._style: _Style | None = None
         self._unchecked = False
 
     # reading ----------------------------------------------------------------------
@@ -332,7 +336,7 @@ class JsonDocument(BaseDocument):
     def _root(self) -> dict[str, object]:
         if self._tree is None:
             return {}
-        value = json.loads(self._span(self._tree))
+        value = self._data if self._data is not None else json.loads(self._span(self._tree))
         assert isinstance(value, dict)
         return value
 
@@ -346,6 +350,13 @@ class JsonDocument(BaseDocument):
         return node
 
     def _lookup(self, path: KeyPath) -> object:
+        if self._data is not None:  # as parsed: no object scanned for its members
+            found: object = self._data
+            for segment in path:
+                if not isinstance(found, dict) or segment not in found:
+                    return MISSING
+                found = found[segment]
+            return found
         node = self._node(path)
         return MISSING if node is None else json.loads(self._span(node))
 
@@ -373,10 +384,11 @@ class JsonDocument(BaseDocument):
     def _commit(self, text: str) -> None:
         """Adopt edited text, but only if it still parses: never corrupt a file."""
         try:
-            clean, tree = _parse(text, self.origin)
+            clean, tree, data = _parse(text, self.origin)
         except ConfigError as exc:  # pragma: no cover - a bug in this module
             raise RuntimeError(f"internal error: edit produced invalid JSON ({exc})") from exc
-        self._text, self._clean, self._tree = text, clean, tree
+        self._text, self._clean, self._tree, self._data = text, clean, tree, data
+        self._style = None
         self._unchecked = False
 
     def _splice(self, start: int, end: int, replacement: str) -> None:
@@ -390,13 +402,16 @@ class JsonDocument(BaseDocument):
         tree._scanner.text = text
         tree.respan(start, end, len(replacement) - (end - start), tree._scanner)
         self._text = self._clean = text
+        self._data = None
         self._unchecked = True
 
     def _replace(self, path: KeyPath, value: object) -> None:
         if self._tree is None:
             self._create(path, value)
             return
-        style = _Style.detect(self._clean, self._tree)
+        if self._style is None:  # a pass over the whole text: once per document
+            self._style = _Style.detect(self._clean, self._tree)
+        style = self._style
         parent = self._tree
         for depth, segment in enumerate(path):
             member = parent.find(segment)
