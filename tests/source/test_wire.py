@@ -71,12 +71,17 @@ def test_a_share_must_give_the_signed_root_with_its_hidden_digests() -> None:
     check_share(laptops)
     forged = entry("laptop", ["laptops"], ["base"])
     forged["resource"]["content"] = "evil"
-    altered = Revision(laptops.manifest, "sig", (forged, *laptops.entries[1:]), laptops.hidden)
+    altered = Revision(laptops.manifest, "sig", (*laptops.entries[:2], forged), laptops.hidden)
     with pytest.raises(WireError, match="not the ones the source signed"):
         check_share(altered)
     short = Revision(laptops.manifest, "sig", laptops.entries[1:], laptops.hidden)
     with pytest.raises(WireError, match="not the ones the source signed"):
         check_share(short)
+    twice = Revision(
+        laptops.manifest, "sig", (*laptops.entries, laptops.entries[0]), laptops.hidden
+    )
+    with pytest.raises(WireError, match="received twice"):
+        check_share(twice)
 
 
 def test_a_change_carries_only_what_changed_and_rebuilds_the_share() -> None:

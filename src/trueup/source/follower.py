@@ -180,7 +180,8 @@ class FollowerHome:
             "resource": [entry["resource"] for entry in revision.entries],
         }
         write_file(building / "profile.json", json.dumps(document, indent=1).encode())
-        write_file(building / SHARE, json.dumps(revision.to_json()).encode())
+        kept = {**revision.to_json(), "digests": revision.digests}  # checked on arrival
+        write_file(building / SHARE, json.dumps(kept).encode())
 
     def _revision_folder(self, seq: int, digest: str) -> Path:
         return self.folder / "revisions" / f"{seq}-{digest[:16]}"
@@ -200,7 +201,11 @@ class FollowerHome:
         except (OSError, ValueError):
             return None
         revision = Revision(
-            raw["manifest"], raw["signature"], tuple(raw["entries"]), tuple(raw["hidden"])
+            raw["manifest"],
+            raw["signature"],
+            tuple(raw["entries"]),
+            tuple(raw["hidden"]),
+            raw.get("digests"),
         )
         return revision, folder / "profile.json"
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from trueup.canonical import canonical_json, sha256_hex
@@ -51,6 +52,15 @@ class Revision:
     signature: str
     entries: tuple[Entry, ...]
     hidden: tuple[str, ...] = ()
+    #: Each entry's digest by resource id, when already known (computed otherwise).
+    known: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def digests(self) -> dict[str, str]:
+        """Each entry's digest by resource id: hashing 1,000 entries is worth doing once."""
+        if self.known is not None:
+            return dict(self.known)
+        return {entry["resource"]["id"]: entry_digest(entry) for entry in self.entries}
 
     @property
     def id(self) -> str:
@@ -132,15 +142,16 @@ def share(entries: Iterable[Entry], groups: Iterable[str]) -> list[Entry]:
 def cut(revision: Revision, groups: Iterable[str]) -> Revision:
     """``revision`` (every entry) as a follower in ``groups`` receives it."""
     shown = share(revision.entries, groups)
-    kept = {entry_digest(entry) for entry in shown}
-    hidden = sorted({entry_digest(entry) for entry in revision.entries} - kept)
-    return Revision(revision.manifest, revision.signature, tuple(shown), tuple(hidden))
+    every = revision.digests
+    kept = {rid: every[rid] for rid in (entry["resource"]["id"] for entry in shown)}
+    hidden = sorted(set(every.values()) - set(kept.values()))
+    return Revision(revision.manifest, revision.signature, tuple(shown), tuple(hidden), kept)
 
 
 def share_tag(revision: Revision) -> str:
     """The ETag of a follower's share: its sequence number, then a digest that changes
     exactly when what the follower sees does."""
-    digests = sorted(entry_digest(entry) for entry in revision.entries)
+    digests = sorted(revision.digests.values())
     mark = sha256_hex(canonical_json([revision.id, digests, list(revision.hidden)]))[:32]
     return f'"{revision.seq}-{mark}"'
 
@@ -153,15 +164,15 @@ def tag_seq(tag: str) -> int | None:
 
 def delta(base: Revision, new: Revision) -> dict[str, Any]:
     """What a follower holding share ``base`` needs to rebuild share ``new``."""
-    before = {entry_digest(entry): entry for entry in base.entries}
-    after = {entry_digest(entry): entry for entry in new.entries}
+    before = set(base.digests.values())
+    after = new.digests
     ids = {entry["resource"]["id"] for entry in new.entries}
     return {
         "schema": SCHEMA,
         "manifest": new.manifest,
         "signature": new.signature,
         "base": base.id,
-        "changed": [entry for digest, entry in after.items() if digest not in before],
+        "changed": [e for e in new.entries if after[e["resource"]["id"]] not in before],
         "removed": sorted(
             {e["resource"]["id"] for e in base.entries} - ids,
         ),
@@ -178,37 +189,49 @@ def parse(body: Mapping[str, Any], base: Revision | None = None) -> Revision:
             raise WireError(f"unknown revision format {body.get('schema')!r}")
         manifest = dict(body["manifest"])
         int(manifest["seq"])
+        known: dict[str, str] | None = None
         if "base" in body:
-            entries, hidden = _rebuilt(body, base)
+            entries, hidden, known = _rebuilt(body, base)
         else:
             entries, hidden = list(body["entries"]), [str(d) for d in body.get("hidden", [])]
-        for entry in entries:
-            _check_entry(entry)
+            for entry in entries:
+                _check_entry(entry)
         entries.sort(key=lambda entry: str(entry["resource"]["id"]))
-        revision = Revision(manifest, str(body["signature"]), tuple(entries), tuple(hidden))
+        revision = Revision(manifest, str(body["signature"]), tuple(entries), tuple(hidden), known)
     except (KeyError, TypeError, AttributeError) as exc:
         raise WireError(f"a revision missing or misshaping {exc}") from None
     return revision
 
 
-def _rebuilt(body: Mapping[str, Any], base: Revision | None) -> tuple[list[Entry], list[str]]:
+def _rebuilt(
+    body: Mapping[str, Any], base: Revision | None
+) -> tuple[list[Entry], list[str], dict[str, str]]:
+    """The share ``body`` changes ``base`` into; the digests of entries kept from ``base``
+    are the ones checked when it arrived, so only the changed ones are hashed."""
     if base is None or base.id != body["base"]:
         raise WireError(f"a change from revision {body['base']!r}, which this machine lacks")
     entries = {entry["resource"]["id"]: entry for entry in base.entries}
+    digests = dict(base.digests)
     for rid in body["removed"]:
         entries.pop(rid, None)
+        digests.pop(rid, None)
     for entry in body["changed"]:
         _check_entry(entry)
         entries[entry["resource"]["id"]] = entry
+        digests[entry["resource"]["id"]] = entry_digest(entry)
     hidden = (set(base.hidden) - set(body["hidden_removed"])) | set(body["hidden_added"])
-    return list(entries.values()), sorted(str(d) for d in hidden)
+    return list(entries.values()), sorted(str(d) for d in hidden), digests
 
 
 def check_share(revision: Revision) -> None:
     """The entries received and the hidden digests give the signed root (run after the
     signature check): no entry was added, altered or left out."""
-    digests = [entry_digest(entry) for entry in revision.entries]
-    if len(set(digests)) != len(digests) or set(digests) & set(revision.hidden):
+    digests = list(revision.digests.values())
+    if (
+        len(digests) != len(revision.entries)
+        or len(set(digests)) != len(digests)
+        or set(digests) & set(revision.hidden)
+    ):
         raise WireError("an entry received twice")
     if root([*digests, *revision.hidden]) != revision.manifest["entries"]:
         raise WireError("the resources received are not the ones the source signed")
