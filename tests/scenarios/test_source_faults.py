@@ -230,3 +230,20 @@ class Impostor:
     def __exit__(self, *exc: object) -> None:
         self.thread.join(timeout=10)
         self.listener.close()
+
+
+def test_refusals_say_what_to_do_and_change_nothing(world: World, source: str) -> None:
+    laptop = Machine(world, "laptop")
+    assert world.run("source", "revoke", "nobody").code == 2
+    assert world.run("source", "status", "nobody").code == 2
+    with serving(world):
+        assert laptop.follow(invite(world)).code == 0
+        planned = laptop.sync("--json")  # a plan: nothing changes, the source hears of it
+        assert planned.code == 0 and planned.json["status"] == "changes-pending"
+        assert untouched(laptop)
+        unasked = laptop.sync("--apply")  # no terminal to ask on, no --yes
+        assert unasked.code == 2 and "--yes" in unasked.err and untouched(laptop)
+        fleet = world.run("source", "status", "--json").json["data"]
+        assert [(r["follower"]["name"], r["outcome"]) for r in fleet] == [
+            ("laptop", "changes-pending")
+        ]
