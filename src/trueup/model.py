@@ -128,6 +128,9 @@ class ActionType(StrEnum):
     VERIFY_ONLY = "verify-only"
     HUMAN_ACTION = "human-action"
     DRIFT_CONFLICT = "drift-conflict"
+    #: Would change something, but depends on a resource that needs a person or is
+    #: in drift (planner.blocked_dependents): journaled skipped, with why.
+    BLOCKED = "blocked"
 
     @property
     def mutates(self) -> bool:

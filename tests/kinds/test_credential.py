@@ -155,3 +155,38 @@ def test_a_reference_that_cannot_name_a_credential_is_refused_at_load(
 ) -> None:
     with pytest.raises(UsageError, match=f"resource 'openai': field 'name': {field}"):
         machine.plan(declared(store, name))
+
+
+def test_what_depends_on_a_missing_credential_waits_and_the_rest_goes_on(
+    machine: Machine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    body = (
+        declared("env", "OPENAI_API_KEY")
+        + """
+[[resource]]
+id = "agent-config"
+kind = "config"
+target = ".codex/config.toml"
+keys = { model = "gpt-5" }
+depends_on = ["openai"]
+
+[[resource]]
+id = "notes"
+kind = "file"
+target = "notes.md"
+content = "independent\\n"
+"""
+    )
+    result = machine.apply(body)
+    assert result is not None and result.outcome is Outcome.HUMAN_ACTION_REQUIRED
+    status = {r.action.resource_id: (r.action.type, r.status) for r in result.results}
+    assert status["agent-config"] == (T.BLOCKED, "skipped")
+    assert status["notes"] == (T.WRITE_FILE, "succeeded")
+    assert not machine.path(".codex/config.toml").exists()
+    assert machine.path("notes.md").read_text() == "independent\n"
+    skipped = next(r for r in result.results if r.action.resource_id == "agent-config")
+    assert "depends on 'openai', which needs a person" in skipped.message
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    machine.converge(body)
+    assert machine.load(".codex/config.toml") == {"model": "gpt-5"}

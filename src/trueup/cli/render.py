@@ -26,6 +26,7 @@ _STYLE = {
     ActionType.VERIFY_ONLY: "cyan",
     ActionType.HUMAN_ACTION: "yellow",
     ActionType.DRIFT_CONFLICT: "bold magenta",
+    ActionType.BLOCKED: "yellow",
 }
 _OUTCOME_STYLE = {
     Outcome.CONVERGED: "bold green",

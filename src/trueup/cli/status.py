@@ -20,6 +20,7 @@ _WORD = {
     ActionType.NO_OP: "converged",
     ActionType.DRIFT_CONFLICT: "drift",
     ActionType.HUMAN_ACTION: "needs a person",
+    ActionType.BLOCKED: "blocked",
 }
 
 

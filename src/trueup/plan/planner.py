@@ -81,11 +81,14 @@ def compute_plan(
     applied: Mapping[str, Applied],
     force: frozenset[str] = frozenset(),
     beside: claims.Beside | None = None,
+    stop_dependents: bool = False,
 ) -> Plan:
     """Decide one action per declared and per dropped resource, removals first.
 
     ``beside``: the applied records of the other profiles on the same root; what
-    one of them applied first is drift naming it (claims.py).
+    one of them applied first is drift naming it (claims.py). ``stop_dependents``:
+    what depends on a resource that waits for a person is not applied either
+    (``blocked_dependents``).
     """
     ordered = topological_order(resources)
     declared = {r.id for r in ordered}
@@ -121,6 +124,8 @@ def compute_plan(
         )
         for resource in ordered
     ]
+    if stop_dependents:
+        actions = blocked_dependents(actions)
     decided = {a.resource_id: a for a in actions}
     dropped: list[Action] = []
     for rid in gone:
@@ -176,6 +181,44 @@ def compute_plan(
         actions=tuple(actions),
         force=tuple(sorted(force)),
     )
+
+
+#: What stops a dependency chain: the resource waits for a person (or for drift
+#: to be decided), so nothing built on it may go ahead as if it were in place.
+_STOPS = frozenset({ActionType.HUMAN_ACTION, ActionType.DRIFT_CONFLICT, ActionType.BLOCKED})
+
+
+def blocked_dependents(actions: list[Action]) -> list[Action]:
+    """The seam's stop rule (machine-sync.md): an action that would change something
+    but depends, directly or not, on a resource that needs a person or is in drift
+    becomes ``blocked``, journaled skipped with the reason, never applied.
+
+    Independent actions go on. ``actions`` are in dependency order (dependencies
+    first), so one pass carries a block down every chain.
+    """
+    stopped: dict[str, Action] = {}
+    out = []
+    for action in actions:
+        waiting = [dep for dep in action.before if dep in stopped]
+        if waiting and action.type.applies:
+            first = stopped[waiting[0]]
+            why = (
+                "needs a person"
+                if first.type is ActionType.HUMAN_ACTION
+                else ("is in drift" if first.type is ActionType.DRIFT_CONFLICT else "is blocked")
+            )
+            action = replace(
+                action,
+                type=ActionType.BLOCKED,
+                summary=f"blocked: depends on {first.resource_id!r}, which {why}; "
+                f"not applied until it is resolved (it would have: {action.summary})",
+                destroys=False,
+                migrates=False,
+            )
+        if action.type in _STOPS:
+            stopped[action.resource_id] = action
+        out.append(action)
+    return out
 
 
 def _where(resource: Resource) -> str:

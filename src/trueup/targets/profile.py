@@ -141,6 +141,7 @@ class ProfileTarget:
             applied,
             frozenset(force),
             beside,
+            stop_dependents=True,
         )
         with self.session.store.if_writable():
             self.session.store.save_stat_cache(cache)
