@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,8 +57,13 @@ def run(
     max_output: int = DEFAULT_MAX_OUTPUT,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
+    started: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> Finished:
-    """Run ``argv`` to its end, or until ``timeout`` seconds have passed."""
+    """Run ``argv`` to its end, or until ``timeout`` seconds have passed.
+
+    ``started`` is handed the process as soon as it runs: a caller that may have
+    to stop it early (a signal to the run) keeps it.
+    """
     try:
         process = subprocess.Popen(
             list(argv),
@@ -71,6 +76,8 @@ def run(
         )
     except OSError as exc:
         return Finished(None, "", problem=redact_message(f"could not start {argv[0]}: {exc}"))
+    if started is not None:
+        started(process)
     kept = bytearray()
     dropped = [0]
     reader = threading.Thread(target=_drain, args=(process, kept, dropped, max_output))

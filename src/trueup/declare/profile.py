@@ -260,6 +260,7 @@ def _resolve(
             depends_on=tuple(entry["depends_on"]),
             verify=entry["verify"],
         )
+        _check_method(kind, resource)
         kind.check(resource)
         bounds.check_links(declared, kind.source_links(resource.spec))
     except UsageError as exc:
@@ -269,6 +270,20 @@ def _resolve(
     except ValueError as exc:
         raise UsageError(f"{where}: resource {entry['id']!r}: {exc}") from None
     return resource
+
+
+def _check_method(kind: Kind, resource: Resource) -> None:
+    """A verification method must fit the kind (and ``symlink``, a declared link)."""
+    method = (resource.verify or {}).get("method")
+    if method is None:
+        return
+    if method not in kind.verify_methods:
+        raise UsageError(
+            f"field 'verify.method': {method!r} does not fit a {kind.name}; "
+            f"expected one of {', '.join(kind.verify_methods)}"
+        )
+    if method == "symlink" and resource.spec.get("link") is None:
+        raise UsageError("field 'verify.method': 'symlink' verifies a declared link; add link")
 
 
 def _check_whole(resources: tuple[Resource, ...], where: str) -> None:

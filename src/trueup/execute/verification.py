@@ -1,9 +1,11 @@
 """Command verification: a declared command must exit 0 after a change.
 
-The command's output is never read, kept or stored: it could hold anything
-(a token a health check prints, a megabyte of logs), and the run's message,
-its journal and the audit log outlive the run. Only the exit code counts; a
-failure names the command so a person can run it and read its output.
+The command's output is never kept or stored: it could hold anything (a
+token a health check prints, a megabyte of logs), and the run's message, its
+journal and the audit log outlive the run. The exit code counts, and with
+``expect_contains`` whether the first 64 KiB of output (redacted) hold that
+text, searched in memory and dropped; a failure names the command so a person
+can run it and read its output.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ DEFAULT_TIMEOUT = 600
 #: Commands run at once (machine-sync.md, Limits): a batch of resources that each
 #: declare a check of a second waits about a quarter as long.
 CONCURRENCY = 4
+#: How much of a command's output ``expect_contains`` searches.
+EXPECT_OUTPUT = 64 * 1024
 
 
 def verify_commands(resources: Sequence[Resource | None], root: Path) -> list[Evidence | None]:
@@ -65,6 +69,8 @@ def verify_command(
     if not command:
         return None
     timeout = int(spec.get("timeout", DEFAULT_TIMEOUT))
+    if spec.get("expect_contains"):
+        return _expecting(command, spec["expect_contains"], root, timeout, running)
     try:
         process = subprocess.Popen(
             command,
@@ -91,10 +97,49 @@ def verify_command(
         "failed",
         "command",
         exit_code=returncode,
-        message=redact_message(
-            f"verification command exited {returncode} (its output is not kept; "
-            f"run it in {root} to see it: {shlex.join(command)})"
-        ),
+        message=_see_for_yourself(f"verification command exited {returncode}", command, root),
+    )
+
+
+def _expecting(
+    command: list[str],
+    expect: str,
+    root: Path,
+    timeout: int,
+    running: set[subprocess.Popen[bytes]],
+) -> Evidence:
+    """The command must exit 0 and its output (bounded, redacted) hold ``expect``.
+
+    The output is searched, never kept: only whether it held the string is.
+    """
+    from trueup.process import run
+
+    mine: list[subprocess.Popen[bytes]] = []
+
+    def started(process: subprocess.Popen[bytes]) -> None:
+        mine.append(process)
+        running.add(process)
+
+    try:
+        done = run(command, timeout=timeout, max_output=EXPECT_OUTPUT, cwd=root, started=started)
+    finally:
+        running.difference_update(mine)
+    if done.exit_code is None:
+        return Evidence("failed", "command", message=redact_message(done.problem))
+    if done.exit_code != 0:
+        why = f"verification command exited {done.exit_code}"
+        message = _see_for_yourself(why, command, root)
+        return Evidence("failed", "command", exit_code=done.exit_code, message=message)
+    if expect not in done.output:
+        why = f"verification command's output does not contain {expect!r}"
+        message = _see_for_yourself(why, command, root)
+        return Evidence("failed", "command", exit_code=0, message=message)
+    return Evidence("passed", "command", exit_code=0)
+
+
+def _see_for_yourself(why: str, command: list[str], root: Path) -> str:
+    return redact_message(
+        f"{why} (its output is not kept; run it in {root} to see it: {shlex.join(command)})"
     )
 
 

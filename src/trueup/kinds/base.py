@@ -131,6 +131,9 @@ class Kind:
     #: journaled before its remote call. (Whether a kind's targets are paths, which
     #: the planner asks, is plan/restructure.py's ``PathKind``, not this.)
     restorable: ClassVar[bool] = True
+    #: The ``verify.method``s that fit this kind (declare/models.py VERIFY_METHODS);
+    #: any other is refused at load.
+    verify_methods: ClassVar[tuple[str, ...]] = ("digest", "command")
     #: Whether independent actions of this kind may run at once, each in its own
     #: thread (execute/remote_scheduler.py): provider API calls, which share no
     #: file system writer. Implies not ``restorable``.

@@ -51,6 +51,7 @@ def credential_fields() -> type[BaseModel]:
 class CredentialKind(Kind):
     name = "credential"
     policies = ("require-local",)
+    verify_methods = ("credential-present", "command")
     restorable = False  # nothing is ever written: there is nothing to restore
     witnessed = False
 

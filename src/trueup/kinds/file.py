@@ -162,6 +162,7 @@ _LISTED = 64
 class FileKind(Kind):
     name = "file"
     policies = ("replace", "replace-if-unmodified", "append-local")
+    verify_methods = ("digest", "symlink", "command")
     #: A file holds no other targets (plan/restructure.py's PathKind).
     holds_paths = False
 

@@ -120,6 +120,7 @@ def _shown(recipe: Mapping[str, Any], version: str, target: str) -> str:
 class ToolKind(Kind):
     name = "tool"
     policies = ("ensure",)
+    verify_methods = ("executable-present", "command")
     restorable = False  # an installer has no rollback: it is verified instead
     witnessed = False
 
