@@ -124,6 +124,7 @@ class ActionType(StrEnum):
     WRITE_CONFIG = "write-config"
     MIRROR_DIRECTORY = "mirror-directory"
     INSTALL_TOOL = "install-tool"
+    AGENT_TASK = "agent-task"
     REMOVE_RESOURCE = "remove-resource"
     VERIFY_ONLY = "verify-only"
     HUMAN_ACTION = "human-action"
@@ -150,6 +151,7 @@ _MUTATING = frozenset(
         ActionType.WRITE_CONFIG,
         ActionType.MIRROR_DIRECTORY,
         ActionType.INSTALL_TOOL,
+        ActionType.AGENT_TASK,
         ActionType.REMOVE_RESOURCE,
     }
 )

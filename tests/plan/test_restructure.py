@@ -30,7 +30,7 @@ def as_written(resource: Resource) -> Observed:
 
 def test_file_like_kinds_are_path_kinds_and_the_others_are_not() -> None:
     # A tool or a credential is known by its name or presence, never restructured.
-    elsewhere = {"tool", "credential"}
+    elsewhere = {"tool", "credential", "agent-task"}
     for name in kinds.names():
         assert (restructure.path_kind(name) is None) == (name in elsewhere), name
     for name in kinds.provider_names():

@@ -22,6 +22,7 @@ _STYLE = {
     ActionType.WRITE_CONFIG: "green",
     ActionType.MIRROR_DIRECTORY: "green",
     ActionType.INSTALL_TOOL: "green",
+    ActionType.AGENT_TASK: "green",
     ActionType.REMOVE_RESOURCE: "red",
     ActionType.VERIFY_ONLY: "cyan",
     ActionType.HUMAN_ACTION: "yellow",

@@ -17,6 +17,7 @@ REGISTRY: dict[str, str] = {
     "config": "trueup.kinds.config:ConfigKind",
     "tool": "trueup.kinds.tool:ToolKind",
     "credential": "trueup.kinds.credential:CredentialKind",
+    "agent-task": "trueup.kinds.agent_task:AgentTaskKind",
     # Provider kinds ("provider.kind"), declared by org files, never by profiles.
     "cloudflare.dns_record": "trueup.providers.cloudflare.dns:DnsRecordKind",
     "cloudflare.email_routing": "trueup.providers.cloudflare.mail:EmailRoutingKind",
