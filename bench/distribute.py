@@ -246,7 +246,9 @@ def measure(
     assert all(f.held is not None and f.held.seq == 2 for f in followers)
     rsync = rsync_bytes(tree, copy)
 
-    run(follower_env, "sync", "--apply", "--no-input", "--root", str(root))
+    started = time.perf_counter()
+    real = run(follower_env, "sync", "--apply", "--no-input", "--root", str(root))["data"]
+    real_seconds = time.perf_counter() - started
     sync_args = ["sync", "--root", str(root)]
     unchanged = whole_process(follower_env, sync_args, args.runs)
     version = whole_process(follower_env, ["--version"], args.runs)
@@ -263,6 +265,8 @@ def measure(
         "source CPU, whole fleet (s)": round(cpu, 3),
         "followers' CPU, whole fleet (s)": round(own, 3),
         "first sync of one follower (bytes)": first_bytes,
+        "trueup sync --apply of the change: bytes received": real["received"],
+        "trueup sync --apply of the change: whole process (s)": round(real_seconds, 3),
         "unchanged sync, whole process median (ms)": round(unchanged * 1000, 1),
         "trueup --version median (ms)": round(version * 1000, 1),
         "unchanged sync / --version": round(unchanged / version, 2),
