@@ -11,6 +11,8 @@ from pathlib import Path
 
 from world import TRUEUP, Result, World
 
+NO_KEYRING = "keyring.backends.fail.Keyring"
+
 
 @dataclass
 class Machine:
@@ -28,7 +30,9 @@ class Machine:
         return self.world.base / self.name / "root"
 
     def run(self, *args: str, env: Mapping[str, str] | None = None) -> Result:
-        return self.world.run(*args, env={"TRUEUP_DATA": str(self.data), **(env or {})})
+        # No keyring: a developer's own would get the test's credentials.
+        own = {"TRUEUP_DATA": str(self.data), "PYTHON_KEYRING_BACKEND": NO_KEYRING}
+        return self.world.run(*args, env={**own, **(env or {})})
 
     def sync(self, *args: str) -> Result:
         return self.run("sync", "--root", str(self.root), *args)

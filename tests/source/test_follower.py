@@ -5,9 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import keyring
 import pytest
+from keyring.backend import KeyringBackend
+from keyring.backends import fail
 
 from trueup.errors import UsageError
 from trueup.source import SourceUnreachable
@@ -17,10 +22,51 @@ from trueup.source.wire import Revision, manifest_for
 MEMBER = Membership("laptop", "f1", "https://127.0.0.1:1", "sha256:t", "sha256:s", [], "", "now")
 
 
+class MemoryKeyring(KeyringBackend):
+    """A keyring backend that exists: what a desktop session has."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.values.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.values[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        self.values.pop((service, username), None)
+
+
+@contextmanager
+def backend(ring: KeyringBackend) -> Iterator[None]:
+    previous = keyring.get_keyring()
+    keyring.set_keyring(ring)
+    try:
+        yield
+    finally:
+        keyring.set_keyring(previous)
+
+
+def test_with_a_keyring_backend_the_credential_goes_there(tmp_path: Path) -> None:
+    ring = MemoryKeyring()
+    with backend(ring):
+        home = FollowerHome(tmp_path)
+        kept = home.keep(MEMBER, "secret-credential")
+        assert kept.credential_in == "keyring"
+        assert ring.values == {("trueup-follower", "f1"): "secret-credential"}
+        assert not (tmp_path / "follow/credential").exists()
+        assert home.credential(home.membership()) == "secret-credential"
+
+
 def test_without_a_keyring_backend_the_credential_is_a_0600_file(tmp_path: Path) -> None:
-    home = FollowerHome(tmp_path)
-    kept = home.keep(MEMBER, "secret-credential")
-    assert kept.credential_in == "file"  # this machine has no keyring backend (keyring's fail)
+    with backend(fail.Keyring()):  # a headless server's keyring: none
+        home = FollowerHome(tmp_path)
+        kept = home.keep(MEMBER, "secret-credential")
+    assert kept.credential_in == "file"
     credential = tmp_path / "follow/credential"
     assert stat.S_IMODE(credential.stat().st_mode) == 0o600
     assert home.credential(home.membership()) == "secret-credential"

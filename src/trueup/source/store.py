@@ -162,7 +162,7 @@ class SourceStore:
                     "seq": int(seq),
                     "id": str(rid),
                     "profile": meta["profile"]["id"],
-                    "resources": len(meta["entries"]),
+                    "resources": meta["count"],
                     "note": meta.get("note"),
                     "published_at": meta["published_at"],
                     "published_by": str(by),
