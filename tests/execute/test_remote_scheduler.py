@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import _thread
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -29,8 +29,11 @@ def step(
 class Recorder:
     """Each step sleeps ``pause`` seconds; records start and end order and peak overlap."""
 
-    def __init__(self, pause: float = 0.05, fail: str | None = None) -> None:
+    def __init__(
+        self, pause: float = 0.05, fail: str | None = None, slow: tuple[str, ...] = ()
+    ) -> None:
         self.pause = pause
+        self.slow = slow
         self.fail = fail
         self.events: list[str] = []
         self.running: dict[str, int] = {}
@@ -43,7 +46,7 @@ class Recorder:
             self.events.append(f"start {action.resource_id}")
             self.running[provider] = self.running.get(provider, 0) + 1
             self.peak[provider] = max(self.peak.get(provider, 0), self.running[provider])
-        time.sleep(self.pause)
+        time.sleep(self.pause * (4 if action.resource_id in self.slow else 1))
         with self.lock:
             self.running[provider] -= 1
             self.events.append(f"end {action.resource_id}")
@@ -94,7 +97,7 @@ def test_removals_run_alone_in_plan_order_before_what_follows() -> None:
 
 
 def test_after_a_failure_nothing_new_starts_and_the_steps_in_flight_end() -> None:
-    recorder = Recorder(fail="fails")
+    recorder = Recorder(fail="fails", slow=("slow",))
     actions = [
         step("fails", "coolify.project"),
         step("slow", "zitadel.org"),
@@ -122,7 +125,9 @@ def test_an_interrupt_waits_for_the_steps_in_flight_and_names_them() -> None:
     def slow(seq: int, action: Action) -> None:
         if action.resource_id == "first":
             started.set()
-            _thread.interrupt_main()  # Ctrl-C while this step's call is in flight
+            # Ctrl-C while this step's call is in flight: a real SIGINT, which (unlike
+            # _thread.interrupt_main) wakes the main thread from its wait at once.
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
             time.sleep(0.2)
 
     actions = [step("first"), step("second", after=("first",))]
