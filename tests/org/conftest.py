@@ -25,6 +25,20 @@ def fakes(running_fakes: FakeProviders) -> FakeProviders:
     return running_fakes
 
 
+@pytest.fixture(autouse=True)
+def no_keyring() -> Iterator[None]:
+    """Secrets go to trueup's 0600 files here, whatever keyring another test left set."""
+    import keyring
+    from keyring.backends import fail
+
+    previous = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    try:
+        yield
+    finally:
+        keyring.set_keyring(previous)
+
+
 @pytest.fixture
 def orgs(fakes: FakeProviders, tmp_path: Path, fresh_state: Any) -> Iterator[Orgs]:
     fresh_state.into(tmp_path / "data")
