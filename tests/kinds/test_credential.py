@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import keyring
 import pytest
+from jaraco.classes.properties import classproperty
 from keyring.backend import KeyringBackend
 from keyring.backends import fail
 from machine import Machine
@@ -25,9 +26,15 @@ SECRET = "sk-live-do-not-show-4242"
 
 
 class MemoryKeyring(KeyringBackend):
-    """A keyring that lives in this process (the OS one is not ours to fill)."""
+    """A keyring that lives in this process (the OS one is not ours to fill).
 
-    priority = 1  # type: ignore[assignment]
+    Never viable: keyring registers every subclass it sees, and would otherwise
+    choose this one for every later test in the process that asks it for one.
+    """
+
+    @classproperty
+    def priority(cls) -> float:  # type: ignore[override]
+        raise RuntimeError("installed by the ring fixture only")
 
     def __init__(self) -> None:
         super().__init__()
