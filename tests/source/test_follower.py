@@ -41,6 +41,11 @@ class MemoryKeyring(KeyringBackend):
         self.values.pop((service, username), None)
 
 
+# Defining a backend registers it with keyring, which would then choose it for every
+# later test in this process that expects no backend (org secrets): unregistered.
+KeyringBackend._classes.discard(MemoryKeyring)
+
+
 @contextmanager
 def backend(ring: KeyringBackend) -> Iterator[None]:
     previous = keyring.get_keyring()
