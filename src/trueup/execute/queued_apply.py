@@ -15,7 +15,7 @@ otherwise the step fails as stale, for a person to look at.
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,8 @@ from trueup.fs import WritableFS
 from trueup.model import Outcome
 
 if TYPE_CHECKING:
+    from trueup.execute.executor import ActionResult
+    from trueup.model import Plan, Target
     from trueup.session import Session
     from trueup.targets.profile import Prepared
 
@@ -36,9 +38,6 @@ HANDLER = "profile.apply"
 def enqueue_apply(session: Session, prepared: Prepared, confirmation: str | None = None) -> str:
     """Gate and queue ``prepared``'s plan; returns the job's run id."""
     plan = prepared.plan
-    gates = session.gates(prepared.target, "plan.applied", plan.digest)
-    gates.authorize("apply")
-    gates.confirm(plan.actions, confirmation)
     step = Step(
         "apply",
         HANDLER,
@@ -52,15 +51,32 @@ def enqueue_apply(session: Session, prepared: Prepared, confirmation: str | None
         },
         f"apply {prepared.profile.id} on {prepared.root}",
     )
+    # The root is a folder on this host.
+    return enqueue_plan_step(session, prepared.target, plan, step, confirmation)
+
+
+def enqueue_plan_step(
+    session: Session, target: Target, plan: Plan, step: Step, confirmation: str | None
+) -> str:
+    """Gate ``plan`` and queue ``step`` as a one-step job on this host; returns its run id.
+
+    Shared by every queued apply (a profile's, an org's): the gates of a
+    foreground apply pass while the person who asked is still there, the job
+    is pinned to this host (it reads files that are here) and holds the
+    target's lock from now on, and the queueing is audited as ``plan.queued``.
+    """
+    gates = session.gates(target, "plan.applied", plan.digest)
+    gates.authorize("apply")
+    gates.confirm(plan.actions, confirmation)
     runner = Runner(session.store)
     try:
         run_id = runner.enqueue(
-            prepared.target,
+            target,
             [step],
             session.actor.key,
             plan.digest,
             plan.source,
-            affinity=socket.gethostname(),  # the root is a folder on this host
+            affinity=socket.gethostname(),
         )
     except ConflictError as exc:
         raise gates.refuse(exc) from None
@@ -71,11 +87,29 @@ def enqueue_apply(session: Session, prepared: Prepared, confirmation: str | None
         "plan.queued",
         "success",
         session.actor,
-        prepared.target,
+        target,
         plan_digest=plan.digest,
         run_id=run_id,
     )
     return run_id
+
+
+def step_outcome(
+    ctx: StepContext, outcome: Outcome, message: str, results: Iterable[ActionResult]
+) -> dict[str, Any]:
+    """What a queued apply's step returns, or the error the worker must see.
+
+    Shared by every queued apply: an interrupted run aborts the worker too
+    (the signal was meant for it), a failed one fails the step, and anything
+    else reports its outcome and how many actions succeeded.
+    """
+    if outcome is Outcome.INTERRUPTED:
+        ctx.abort.set()  # the signal that interrupted us was meant for the worker too
+        raise StepAborted(message)
+    if outcome is Outcome.FAILED:
+        raise ApplyFailedError(message)
+    applied = sum(1 for r in results if r.status == "succeeded")
+    return {"outcome": outcome.value, "applied": applied}
 
 
 @step_handler(HANDLER)
@@ -113,10 +147,4 @@ def apply_profile(ctx: StepContext) -> Mapping[str, Any]:
     if not target.has_work(prepared.plan):
         return {"outcome": "converged", "applied": 0}
     result = target.run_steps(run, prepared, store.next_seq(run.id), finish_run=False)
-    if result.outcome is Outcome.INTERRUPTED:
-        ctx.abort.set()  # the signal that interrupted us was meant for the worker too
-        raise StepAborted(result.message)
-    if result.outcome is Outcome.FAILED:
-        raise ApplyFailedError(result.message)
-    applied = sum(1 for r in result.results if r.status == "succeeded")
-    return {"outcome": result.outcome.value, "applied": applied}
+    return step_outcome(ctx, result.outcome, result.message, result.results)

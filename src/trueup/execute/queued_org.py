@@ -18,16 +18,14 @@ plan did not have.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trueup import audit
-from trueup.errors import ApplyFailedError, ConflictError
+from trueup.errors import ConflictError
 from trueup.execute.gates import needs_confirmation
-from trueup.execute.runner import Runner, Step, StepAborted, StepContext, step_handler
-from trueup.model import Outcome
+from trueup.execute.queued_apply import enqueue_plan_step, step_outcome
+from trueup.execute.runner import Step, StepContext, step_handler
 
 if TYPE_CHECKING:
     from trueup.org.engine import OrgEngine, OrgPrepared
@@ -40,10 +38,6 @@ def enqueue_org_apply(
 ) -> str:
     """Gate and queue ``prepared``'s plan; returns the job's run id."""
     plan = prepared.plan
-    session = engine.base
-    gates = session.gates(prepared.target, "plan.applied", plan.digest)
-    gates.authorize("apply")
-    gates.confirm(plan.actions, confirmation)
     step = Step(
         "apply",
         HANDLER,
@@ -59,31 +53,8 @@ def enqueue_org_apply(
         },
         f"apply org {prepared.org.id} ({prepared.org.domain})",
     )
-    runner = Runner(session.store)
-    try:
-        run_id = runner.enqueue(
-            prepared.target,
-            [step],
-            session.actor.key,
-            plan.digest,
-            plan.source,
-            # The org file is read where it was queued; the providers are anywhere.
-            affinity=socket.gethostname(),
-        )
-    except ConflictError as exc:
-        raise gates.refuse(exc) from None
-    finally:
-        runner.close()
-    audit.record(
-        session.store,
-        "plan.queued",
-        "success",
-        session.actor,
-        prepared.target,
-        plan_digest=plan.digest,
-        run_id=run_id,
-    )
-    return run_id
+    # The org file is read where it was queued; the providers are anywhere.
+    return enqueue_plan_step(engine.base, prepared.target, plan, step, confirmation)
 
 
 @step_handler(HANDLER)
@@ -129,10 +100,5 @@ def apply_org(ctx: StepContext) -> Mapping[str, Any]:
         result = target.run_queued(run, prepared, ctx.store.next_seq(run.id))
     finally:
         engine.close_services()
-    if result.outcome is Outcome.INTERRUPTED:
-        ctx.abort.set()  # the signal that interrupted us was meant for the worker too
-        raise StepAborted(result.message)
-    if result.outcome is Outcome.FAILED:
-        raise ApplyFailedError(result.message)
-    applied = sum(1 for r in (result.run.results if result.run else []) if r.status == "succeeded")
-    return {"outcome": result.outcome.value, "applied": applied}
+    results = result.run.results if result.run else []
+    return step_outcome(ctx, result.outcome, result.message, results)
