@@ -12,28 +12,13 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from test_org_lifecycle import OrgWorld
-from world import TRUEUP, World
+from world import TRUEUP
 
 from trueup.testing import FakeProviders
-
-
-@pytest.fixture(scope="module")
-def running_fakes() -> Iterator[FakeProviders]:
-    with FakeProviders() as fakes:
-        yield fakes
-
-
-@pytest.fixture
-def org(world: World, running_fakes: FakeProviders) -> OrgWorld:
-    running_fakes.reset()
-    running_fakes.cloudflare.add_zone("acme.test")
-    running_fakes.cloudflare.add_address("founders@example.com", verified=True)
-    return OrgWorld(world, running_fakes)
 
 
 def inventory(fakes: FakeProviders) -> dict[str, list[str]]:

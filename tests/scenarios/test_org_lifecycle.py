@@ -7,7 +7,6 @@ secret in no output, log or state row.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,12 +19,6 @@ from trueup.testing.acme import ACME_ORG, seed_acme
 ME = authz.os_actor().key
 DNS = '[[dns]]\ntype = "A"\nname = "portal"\ncontent = "203.0.113.10"\n'
 ORG = ACME_ORG
-
-
-@pytest.fixture(scope="module")
-def running_fakes() -> Iterator[FakeProviders]:
-    with FakeProviders() as fakes:
-        yield fakes
 
 
 class OrgWorld:

@@ -7,28 +7,8 @@ abandoned, as the seed's job runner does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from test_org_crash import EXPECTED, inventory
 from test_org_lifecycle import OrgWorld
-from world import World
-
-from trueup.testing import FakeProviders
-
-
-@pytest.fixture(scope="module")
-def running_fakes() -> Iterator[FakeProviders]:
-    with FakeProviders() as fakes:
-        yield fakes
-
-
-@pytest.fixture
-def org(world: World, running_fakes: FakeProviders) -> OrgWorld:
-    running_fakes.reset()
-    running_fakes.cloudflare.add_zone("acme.test")
-    running_fakes.cloudflare.add_address("founders@example.com", verified=True)
-    return OrgWorld(world, running_fakes)
 
 
 def queue(org: OrgWorld) -> str:

@@ -11,9 +11,7 @@ bytes and (on PostgreSQL) every row of every table are scanned for each value.
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 
-import pytest
 from world import Result, World
 
 from trueup.testing import FakeProviders
@@ -52,12 +50,6 @@ ORG = ACME_ORG.replace(
     f'env = {{ LOG_LEVEL = "info", SESSION = "{APP_VAR}", UPSTREAM = {{ env = "SCAN_APP_REF" }} }}\n'
     'public_env = ["LOG_LEVEL"]',
 )
-
-
-@pytest.fixture(scope="module")
-def running_fakes() -> Iterator[FakeProviders]:
-    with FakeProviders() as fakes:
-        yield fakes
 
 
 class Scan:
