@@ -177,11 +177,7 @@ class SourceClient:
         length = int(headers.get("content-length", "0"))
         if length > limit:
             raise SourceUnreachable(f"the source sent more than {limit} bytes")
-        left = length
-        while left:
-            chunk = self._read(min(left, CHUNK))
-            left -= len(chunk)
-            yield chunk
+        yield from self._exactly(length)
 
     def _chunked(self, limit: int) -> Iterator[bytes]:
         total = 0
@@ -193,12 +189,20 @@ class SourceClient:
             total += size
             if total > limit:
                 raise SourceUnreachable(f"the source sent more than {limit} bytes")
-            left = size
-            while left:
-                chunk = self._read(min(left, CHUNK))
-                left -= len(chunk)
-                yield chunk
+            yield from self._exactly(size)
             self._until(b"\r\n", 2)
+
+    def _exactly(self, size: int) -> Iterator[bytes]:
+        """The next ``size`` bytes, ``CHUNK`` at a time at most.
+
+        Both framings (a content length, and each chunk of a chunked body)
+        read a known count of bytes this way.
+        """
+        left = size
+        while left:
+            chunk = self._read(min(left, CHUNK))
+            left -= len(chunk)
+            yield chunk
 
     def _read(self, most: int) -> bytes:
         if not self._buffer:
