@@ -20,6 +20,8 @@ from trueup.errors import ExitCode, TrueupError, UsageError
 
 if TYPE_CHECKING:
     from trueup.engine import Engine
+    from trueup.model import Plan
+    from trueup.pipeline import Consent
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print a versioned JSON envelope.")]
 StateOpt = Annotated[
@@ -123,6 +125,36 @@ def missing_root(out: Output, root: Path, yes: bool, interactive: bool) -> None:
 
         raise UsageError(f"root {where} cannot be created: {os_problem(exc)}") from None
     out.err.print(f"created root {where}", markup=False, highlight=False)
+
+
+def ask_consent_here(
+    plan: Plan,
+    out: Output,
+    *,
+    typed: str | None,
+    yes: bool,
+    no_input: bool,
+    noun: str = "target",
+) -> Consent:
+    """``ask_consent`` for a command typed at this process's stdin.
+
+    Every applying command asks the same way: only when stdin is a terminal
+    and ``--no-input`` is not given (``ask_consent`` never asks under
+    ``--no-input`` anyway), and the hint on refusal is this command with --yes.
+    """
+    from trueup.cli.output import rerun_with
+    from trueup.pipeline import ask_consent
+
+    return ask_consent(
+        plan,
+        out,
+        typed=typed,
+        yes=yes,
+        no_input=no_input,
+        interactive=not no_input and sys.stdin.isatty(),
+        noun=noun,
+        with_yes=rerun_with("--yes"),
+    )
 
 
 def root_or_home(root: Path | None) -> Path:

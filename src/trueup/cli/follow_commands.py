@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from trueup.cli.common import JsonOpt, RootOpt, StateOpt, engine_for, root_or_home, run_command
+from trueup.cli.common import (
+    JsonOpt,
+    RootOpt,
+    StateOpt,
+    ask_consent_here,
+    engine_for,
+    root_or_home,
+    run_command,
+)
 from trueup.cli.output import Output, rerun_with
 
 if TYPE_CHECKING:
@@ -139,7 +147,7 @@ def _apply(
 ) -> int:
     from trueup.cli.render import render_plan, render_result
     from trueup.model import outcome_of
-    from trueup.pipeline import Pipeline, ask_consent
+    from trueup.pipeline import Pipeline
 
     pipeline = Pipeline(engine, syncer.target(engine, fetched))
     prepared, expected = pipeline.prepare_apply(fetched.profile)
@@ -147,15 +155,7 @@ def _apply(
     if not out.json_mode:
         _header(out, fetched)
         render_plan(out.console, expected, lambda a: engine.preview(prepared, a))
-    consent = ask_consent(
-        expected,
-        out,
-        typed=None,
-        yes=yes,
-        no_input=no_input,
-        interactive=sys.stdin.isatty(),
-        with_yes=rerun_with("--yes"),
-    )
+    consent = ask_consent_here(expected, out, typed=None, yes=yes, no_input=no_input)
     if consent.declined:
         syncer.report(fetched, expected, None)
         out.report("nothing was changed", _fetched_json(fetched), "declined")

@@ -16,13 +16,14 @@ from trueup.cli.common import (
     OverwriteOpt,
     RootOpt,
     StateOpt,
+    ask_consent_here,
     engine_for,
     missing_root,
     root_or_home,
     run_app,
     run_command,
 )
-from trueup.cli.output import Output, confirmation_hint, rerun_with
+from trueup.cli.output import Output, confirmation_hint
 from trueup.cli.registry import LazyGroup
 from trueup.errors import ExitCode
 
@@ -199,7 +200,7 @@ def apply(
     def body() -> int:
         from trueup.cli.render import plan_json, render_plan, render_result
         from trueup.model import outcome_of
-        from trueup.pipeline import ask_consent, open_saved
+        from trueup.pipeline import open_saved
 
         engine = engine_for(state, max_file_bytes)
         saved = open_saved(engine, file, "profile", root, overwrite or ())
@@ -228,15 +229,7 @@ def apply(
             else:
                 out.print(f"nothing to change: {outcome.value}")
             return int(outcome.exit_code)
-        consent = ask_consent(
-            expected,
-            out,
-            typed=confirm,
-            yes=yes,
-            no_input=no_input,
-            interactive=sys.stdin.isatty(),
-            with_yes=rerun_with("--yes"),
-        )
+        consent = ask_consent_here(expected, out, typed=confirm, yes=yes, no_input=no_input)
         typed, paused = consent.typed, consent.paused
         if consent.declined:
             out.report(

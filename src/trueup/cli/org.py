@@ -6,14 +6,20 @@ runs, so ``trueup --help`` and the machine commands stay fast.
 """
 
 import shlex
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from trueup.cli.common import JsonOpt, OverwriteOpt, StateOpt, engine_for, run_command
-from trueup.cli.output import Output, confirmation_hint, rerun_with
+from trueup.cli.common import (
+    JsonOpt,
+    OverwriteOpt,
+    StateOpt,
+    ask_consent_here,
+    engine_for,
+    run_command,
+)
+from trueup.cli.output import Output, confirmation_hint
 from trueup.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -129,7 +135,7 @@ def org_apply(
 
     def body() -> int:
         from trueup.cli.org_render import render_org_plan, render_org_result
-        from trueup.pipeline import ask_consent, open_saved
+        from trueup.pipeline import open_saved
 
         engine = _org_engine(state, insecure_http)
         try:
@@ -137,15 +143,8 @@ def org_apply(
             prepared, expected = engine.pipeline.prepare_apply(file, overwrite or (), saved)
             if not json_out:
                 render_org_plan(out.console, prepared, expected, False, confirm is not None)
-            consent = ask_consent(
-                expected,
-                out,
-                typed=confirm,
-                yes=yes,
-                no_input=no_input,
-                interactive=not no_input and sys.stdin.isatty(),
-                noun="org",
-                with_yes=rerun_with("--yes"),
+            consent = ask_consent_here(
+                expected, out, typed=confirm, yes=yes, no_input=no_input, noun="org"
             )
             typed = consent.typed
             if consent.declined:

@@ -17,8 +17,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from trueup.cli.common import JsonOpt, RootOpt, StateOpt, engine_for, root_or_home, run_command
-from trueup.cli.output import Output, rerun_with
+from trueup.cli.common import (
+    JsonOpt,
+    RootOpt,
+    StateOpt,
+    ask_consent_here,
+    engine_for,
+    root_or_home,
+    run_command,
+)
+from trueup.cli.output import Output
 from trueup.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -179,7 +187,6 @@ def _install(
     """Apply the profile ``files`` make (none: the schedule's removal), then tell the
     running scheduler."""
     from trueup.cli.render import plan_json, render_plan, render_result
-    from trueup.pipeline import ask_consent
 
     if not where.is_dir():
         raise UsageError(f"root {where} is not a folder", hint=f"create it: mkdir -p {where}")
@@ -190,15 +197,7 @@ def _install(
         prepared, expected = pipeline.prepare_apply(pending, force, None)
         if not out.json_mode:
             render_plan(out.console, expected, lambda a: engine.preview(prepared, a))
-        consent = ask_consent(
-            expected,
-            out,
-            typed=None,
-            yes=yes,
-            no_input=no_input,
-            interactive=sys.stdin.isatty() and not no_input,
-            with_yes=rerun_with("--yes"),
-        )
+        consent = ask_consent_here(expected, out, typed=None, yes=yes, no_input=no_input)
         if consent.declined:
             out.report("nothing was changed", {"plan": plan_json(expected)}, "declined")
             return 0
