@@ -56,6 +56,14 @@ OverwriteOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
     typer.Option("--overwrite", help="Take the declared version of this drifted resource."),
 ]
+# What every applying command (apply, org apply, sync, schedule) accepts the same way.
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")]
+NoInputOpt = Annotated[
+    bool, typer.Option("--no-input", help="Never prompt (for timers and CI); implies --yes.")
+]
+QueueOpt = Annotated[
+    bool, typer.Option("--queue", help="Queue the apply for a worker (trueup worker).")
+]
 MaxBytesOpt = Annotated[
     Optional[int],  # noqa: UP045
     typer.Option("--max-file-bytes", min=1, help="Largest file trueup will read (default 16 MiB)."),

@@ -14,8 +14,10 @@ import typer
 
 from trueup.cli.common import (
     JsonOpt,
+    NoInputOpt,
     RootOpt,
     StateOpt,
+    YesOpt,
     ask_consent_here,
     engine_for,
     root_or_home,
@@ -62,10 +64,8 @@ def follow(
 
 def sync(
     apply: Annotated[bool, typer.Option("--apply", help="Apply the plan (asks first).")] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
-    no_input: Annotated[
-        bool, typer.Option("--no-input", help="Never prompt (for timers and CI); implies --yes.")
-    ] = False,
+    yes: YesOpt = False,
+    no_input: NoInputOpt = False,
     recheck: Annotated[
         bool,
         typer.Option(

@@ -13,9 +13,12 @@ from trueup import __version__
 from trueup.cli.common import (
     JsonOpt,
     MaxBytesOpt,
+    NoInputOpt,
     OverwriteOpt,
+    QueueOpt,
     RootOpt,
     StateOpt,
+    YesOpt,
     ask_consent_here,
     engine_for,
     missing_root,
@@ -175,10 +178,8 @@ def plan(
 def apply(
     file: Annotated[Path, typer.Argument(help="Profile file, or a plan saved with plan -o.")],
     root: RootOpt = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
-    no_input: Annotated[
-        bool, typer.Option("--no-input", help="Never prompt (for timers and CI); implies --yes.")
-    ] = False,
+    yes: YesOpt = False,
+    no_input: NoInputOpt = False,
     overwrite: OverwriteOpt = None,
     confirm: Annotated[
         Optional[str],  # noqa: UP045
@@ -187,9 +188,7 @@ def apply(
             help="The target's name, typed exactly: needed for steps that destroy or migrate data.",
         ),
     ] = None,
-    queue: Annotated[
-        bool, typer.Option("--queue", help="Queue the apply for a worker (trueup worker).")
-    ] = False,
+    queue: QueueOpt = False,
     state: StateOpt = None,
     max_file_bytes: MaxBytesOpt = None,
     json_out: JsonOpt = False,

@@ -14,7 +14,9 @@ import typer
 from trueup.cli.common import (
     JsonOpt,
     OverwriteOpt,
+    QueueOpt,
     StateOpt,
+    YesOpt,
     ask_consent_here,
     engine_for,
     run_command,
@@ -118,14 +120,12 @@ def org_apply(
             "destroy or migrate data (--yes never counts for those).",
         ),
     ] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
+    yes: YesOpt = False,
     no_input: Annotated[
         bool, typer.Option("--no-input", help="Never prompt (for CI); implies --yes.")
     ] = False,
     overwrite: OverwriteOpt = None,
-    queue: Annotated[
-        bool, typer.Option("--queue", help="Queue the apply for a worker (trueup worker).")
-    ] = False,
+    queue: QueueOpt = False,
     insecure_http: InsecureHttpOpt = False,
     state: StateOpt = None,
     json_out: JsonOpt = False,

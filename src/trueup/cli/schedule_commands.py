@@ -21,6 +21,7 @@ from trueup.cli.common import (
     JsonOpt,
     RootOpt,
     StateOpt,
+    YesOpt,
     ask_consent_here,
     engine_for,
     root_or_home,
@@ -45,7 +46,6 @@ PlatformOpt = Annotated[
         help="linux (systemd), macos (launchd) or windows (Task Scheduler); default: this one.",
     ),
 ]
-YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")]
 NoInputOpt = Annotated[
     bool, typer.Option("--no-input", help="Never prompt (for scripts); implies --yes.")
 ]
