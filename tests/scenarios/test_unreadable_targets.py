@@ -68,15 +68,7 @@ def run_as_user(world: World, *args: str) -> subprocess.CompletedProcess[str]:
             if path.name not in ("locked.txt", "locked", "skills"):
                 os.lchown(path, NOBODY, NOBODY)
         prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-    return subprocess.run(
-        [*prefix, TRUEUP, *args],
-        capture_output=True,
-        text=True,
-        env=world.env(),
-        cwd=world.base,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return world.call([*prefix, TRUEUP, *args])
 
 
 def test_targets_trueup_may_not_read_are_drift_and_the_rest_is_applied(world: World) -> None:

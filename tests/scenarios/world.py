@@ -64,9 +64,12 @@ class World:
         env.update(extra or {})
         return env
 
-    def run(self, *args: str, env: Mapping[str, str] | None = None, timeout: float = 120) -> Result:
-        done = subprocess.run(
-            [TRUEUP, *args],
+    def call(
+        self, argv: list[str], env: Mapping[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``argv`` as every scenario runs trueup: in this world, no stdin, output kept."""
+        return subprocess.run(
+            argv,
             capture_output=True,
             text=True,
             env=self.env(env),
@@ -74,19 +77,14 @@ class World:
             timeout=timeout,
             stdin=subprocess.DEVNULL,
         )
+
+    def run(self, *args: str, env: Mapping[str, str] | None = None, timeout: float = 120) -> Result:
+        done = self.call([TRUEUP, *args], env, timeout)
         return Result(done.returncode, done.stdout, done.stderr)
 
     def modules(self, *args: str) -> tuple[int, set[str]]:
         """Run ``trueup ARGS`` as ``run`` does; its exit code and every module it imported."""
-        done = subprocess.run(
-            [sys.executable, "-c", _TRUEUP_THEN_MODULES, *args],
-            capture_output=True,
-            text=True,
-            env=self.env(),
-            cwd=self.base,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
+        done = self.call([sys.executable, "-c", _TRUEUP_THEN_MODULES, *args])
         listed = done.stderr[done.stderr.rindex("MODULES ") + len("MODULES ") :]
         return done.returncode, set(json.loads(listed))
 
