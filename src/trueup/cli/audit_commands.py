@@ -4,34 +4,30 @@ Verification failure exits 7 (the same code as a failed verification of an
 apply): the log is not what was written.
 """
 
-from typing import Annotated, Optional
+import click
 
-import typer
-
-from trueup.cli.common import JsonOpt, StateOpt, engine_for, run_command
+from trueup.cli.command import group
+from trueup.cli.common import engine_for, json_option, run_command, state_option
 from trueup.cli.output import Output, first_visible
 from trueup.errors import ApplyFailedError, ExitCode, UsageError
 
-app: typer.Typer = typer.Typer(
-    help="The audit log: who planned and applied what.", no_args_is_help=True
-)
+app = group("audit", "The audit log: who planned and applied what.")
 
 
 @app.command("list")
+@click.option("--target", help="A target key, a glob over keys, or a target id.")
+@click.option("--event", help="Only events starting with this, e.g. plan.applied.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 1_000_000),
+    default=50,
+    show_default=True,
+    help="At most this many rows.",
+)
+@state_option
+@json_option
 def audit_list(
-    target: Annotated[
-        Optional[str],  # noqa: UP045 - typer reads the annotation at runtime
-        typer.Option("--target", help="A target key, a glob over keys, or a target id."),
-    ] = None,
-    event: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--event", help="Only events starting with this, e.g. plan.applied."),
-    ] = None,
-    limit: Annotated[
-        int, typer.Option("--limit", min=1, max=1_000_000, help="At most this many rows.")
-    ] = 50,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
+    target: str | None, event: str | None, limit: int, state: str | None, json_out: bool
 ) -> None:
     """The newest entries first."""
     out = Output("audit list", json_out)
@@ -85,17 +81,13 @@ def audit_list(
 
 
 @app.command("verify")
-def audit_verify(
-    anchor: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--anchor",
-            help="SEQ:HASH printed by an earlier verify and kept elsewhere: catches truncation.",
-        ),
-    ] = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.option(
+    "--anchor",
+    help="SEQ:HASH printed by an earlier verify and kept elsewhere: catches truncation.",
+)
+@state_option
+@json_option
+def audit_verify(anchor: str | None, state: str | None, json_out: bool) -> None:
     """Walk the whole hash chain; exit 7 if any row was edited, deleted or reordered."""
     out = Output("audit verify", json_out)
 

@@ -10,64 +10,70 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
-import typer
 
 from trueup.cli.output import Output, stdout_closed
 from trueup.errors import ExitCode, TrueupError, UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
     from trueup.engine import Engine
     from trueup.model import Plan
     from trueup.pipeline import Consent
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print a versioned JSON envelope.")]
-StateOpt = Annotated[
-    Optional[str],  # noqa: UP045 - typer reads the annotation at runtime
-    typer.Option(
-        "--state", envvar="TRUEUP_STATE", help="State store URL (sqlite:///… or postgresql://…)."
-    ),
-]
+#: A path argument or option, as given (the command says whether it must exist).
+PATH = click.Path(path_type=Path)
+
+json_option = click.option(
+    "--json", "json_out", is_flag=True, help="Print a versioned JSON envelope."
+)
+state_option = click.option(
+    "--state", envvar="TRUEUP_STATE", help="State store URL (sqlite:///… or postgresql://…)."
+)
 
 
-def _folder(value: str) -> Path:
+def _folder(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Path | None:
     """A path that must not be empty: ``--root ""`` (an unset ``$ROOT``) is a mistake.
 
     ``Path("")`` is the current directory, so converted it could no longer be told
     apart from ``--root .``, and apply would write wherever it was started.
     """
+    if value is None:
+        return None
     if not value:
-        raise typer.BadParameter("must name a folder, not be empty")
+        raise click.BadParameter("must name a folder, not be empty")
     return Path(value)
 
 
-RootOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option(
-        "--root",
-        parser=_folder,
-        metavar="PATH",
-        help="Apply targets under this folder (default: your home).",
-    ),
-]
-OverwriteOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
-    typer.Option("--overwrite", help="Take the declared version of this drifted resource."),
-]
+root_option = click.option(
+    "--root",
+    callback=_folder,
+    metavar="PATH",
+    help="Apply targets under this folder (default: your home).",
+)
+overwrite_option = click.option(
+    "--overwrite", multiple=True, help="Take the declared version of this drifted resource."
+)
 # What every applying command (apply, org apply, sync, schedule) accepts the same way.
-YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")]
-NoInputOpt = Annotated[
-    bool, typer.Option("--no-input", help="Never prompt (for timers and CI); implies --yes.")
-]
-QueueOpt = Annotated[
-    bool, typer.Option("--queue", help="Queue the apply for a worker (trueup worker).")
-]
-MaxBytesOpt = Annotated[
-    Optional[int],  # noqa: UP045
-    typer.Option("--max-file-bytes", min=1, help="Largest file trueup will read (default 16 MiB)."),
-]
+yes_option = click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
+
+
+def no_input_option(what: str = "for timers and CI") -> Callable[[F], F]:
+    """``--no-input``: never prompt; ``what`` says who runs the command that way."""
+    return click.option("--no-input", is_flag=True, help=f"Never prompt ({what}); implies --yes.")
+
+
+queue_option = click.option(
+    "--queue", is_flag=True, help="Queue the apply for a worker (trueup worker)."
+)
+max_bytes_option = click.option(
+    "--max-file-bytes",
+    type=click.IntRange(min=1),
+    help="Largest file trueup will read (default 16 MiB).",
+)
 
 
 def engine_for(state: str | None, max_file_bytes: int | None = None) -> Engine:
@@ -103,7 +109,7 @@ def run_command(out: Output, body: Callable[[], int]) -> NoReturn:
         if os.environ.get("TRUEUP_DEBUG"):
             raise
         code = out.internal(exc)
-    raise typer.Exit(code)
+    raise click.exceptions.Exit(code)
 
 
 def missing_root(out: Output, root: Path, yes: bool, interactive: bool) -> None:
@@ -170,7 +176,7 @@ def root_or_home(root: Path | None) -> Path:
     return root if root is not None else Path.home()
 
 
-def run_app(app: typer.Typer) -> None:
+def run_app(app: click.Group) -> None:
     """Run ``app``. With --json, a mistyped option answers with an envelope too."""
     if "--json" not in sys.argv[1:]:
         app()
@@ -196,12 +202,12 @@ def run_app(app: typer.Typer) -> None:
     raise SystemExit(code if isinstance(code, int) else 0)
 
 
-def _help_envelope(app: typer.Typer, args: list[str]) -> None:
+def _help_envelope(app: click.Group, args: list[str]) -> None:
     """``--help --json``: the help a person would read, as a versioned envelope."""
     import contextlib
     import io
 
-    command: click.Command = typer.main.get_command(app)
+    command: click.Command = app
     path: list[str] = []
     for arg in args:  # the command asked about: the subcommand names before anything else
         if not isinstance(command, click.Group):

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import click
 
-import typer
-
-from trueup.cli.common import JsonOpt, StateOpt, run_command
+from trueup.cli.common import json_option, run_command, state_option
 from trueup.cli.output import Output
 from trueup.errors import ExitCode
 
 _STYLE = {"healthy": "green", "degraded": "yellow", "unhealthy": "bold red"}
 
 
-def doctor(
-    timeout: Annotated[
-        float, typer.Option("--timeout", min=0.1, help="Seconds each probe may take.")
-    ] = 10.0,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.command("doctor")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="Seconds each probe may take.",
+)
+@state_option
+@json_option
+def doctor(timeout: float, state: str | None, json_out: bool) -> None:
     """Probe runtime, state store, keyring, source, scheduler, package managers and agents.
 
     Exit 0 when nothing is unhealthy (degraded parts are listed with their next

@@ -7,36 +7,27 @@ shell exports that point trueup at them. The fake tokens are not secrets.
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
 
-import typer
+import click
 
-fakes_app: typer.Typer = typer.Typer(
-    help="Fake Cloudflare, Coolify and ZITADEL servers.", no_args_is_help=True
-)
+from trueup.cli.command import group
+from trueup.cli.common import PATH
+
+fakes_app = group("fakes", "Fake Cloudflare, Coolify and ZITADEL servers.")
 
 
 @fakes_app.command("serve")
-def serve(
-    state_dir: Annotated[
-        Optional[Path],  # noqa: UP045 - typer reads the annotation at runtime
-        typer.Option("--state-dir", help="Keep the fakes' state in JSON files here."),
-    ] = None,
-    port_base: Annotated[
-        int,
-        typer.Option(
-            "--port-base",
-            min=0,
-            max=65535 - 2,  # ZITADEL listens on N+2
-            help="Cloudflare on N, Coolify N+1, ZITADEL N+2 (0: any free ports).",
-        ),
-    ] = 0,
-    zone: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--zone", help="Seed a Cloudflare zone (repeatable)."),
-    ] = None,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-) -> None:
+@click.option("--state-dir", type=PATH, help="Keep the fakes' state in JSON files here.")
+@click.option(
+    "--port-base",
+    type=click.IntRange(0, 65535 - 2),  # ZITADEL listens on N+2
+    default=0,
+    show_default=True,
+    help="Cloudflare on N, Coolify N+1, ZITADEL N+2 (0: any free ports).",
+)
+@click.option("--zone", multiple=True, help="Seed a Cloudflare zone (repeatable).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+def serve(state_dir: Path | None, port_base: int, zone: tuple[str, ...], host: str) -> None:
     """Serve all three fakes until Ctrl-C; print `export` lines for TRUEUP_* variables."""
     try:
         from trueup.testing.servers import FakeProviders, _shutdown_signals
@@ -48,13 +39,13 @@ def serve(
             f"the fake servers need {exc.name}, which is not installed",
             hint="pip install 'trueup[fakes]'",
         )
-        raise typer.Exit(Output("fakes serve").error(missing)) from None
+        raise click.exceptions.Exit(Output("fakes serve").error(missing)) from None
 
     fakes = FakeProviders(state_dir=state_dir, host=host, port_base=port_base)
     try:
         fakes.start()
     except OSError as exc:  # an unknown host, a port in use or not ours: the user's to fix
-        raise typer.BadParameter(
+        raise click.BadParameter(
             f"cannot listen on {host} (port base {port_base}): {exc.strerror or exc}",
             param_hint="'--host' / '--port-base'",
         ) from None

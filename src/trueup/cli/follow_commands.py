@@ -8,20 +8,21 @@ something to plan.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from trueup.cli.common import (
-    JsonOpt,
-    NoInputOpt,
-    RootOpt,
-    StateOpt,
-    YesOpt,
     ask_consent_here,
     engine_for,
+    json_option,
+    no_input_option,
+    root_option,
     root_or_home,
     run_command,
+    state_option,
+    yes_option,
 )
 from trueup.cli.output import Output, rerun_with
 
@@ -30,13 +31,11 @@ if TYPE_CHECKING:
     from trueup.source.sync import Fetched, FollowerSync
 
 
-def follow(
-    invitation: Annotated[
-        str, typer.Argument(help="The invitation `trueup source invite` printed.")
-    ],
-    name: Annotated[str, typer.Option("--name", help="This machine's name at the source.")],
-    json_out: JsonOpt = False,
-) -> None:
+@click.command("follow")
+@click.argument("invitation", help="The invitation `trueup source invite` printed.")
+@click.option("--name", required=True, help="This machine's name at the source.")
+@json_option
+def follow(invitation: str, name: str, json_out: bool) -> None:
     """Enroll with a source: pin its certificate and signing key, keep the credential."""
     out = Output("follow", json_out)
 
@@ -62,19 +61,24 @@ def follow(
     run_command(out, body)
 
 
+@click.command("sync")
+@click.option("--apply", is_flag=True, help="Apply the plan (asks first).")
+@yes_option
+@no_input_option()
+@click.option(
+    "--recheck", is_flag=True, help="Plan even when the source is unchanged since it converged."
+)
+@root_option
+@state_option
+@json_option
 def sync(
-    apply: Annotated[bool, typer.Option("--apply", help="Apply the plan (asks first).")] = False,
-    yes: YesOpt = False,
-    no_input: NoInputOpt = False,
-    recheck: Annotated[
-        bool,
-        typer.Option(
-            "--recheck", help="Plan even when the source is unchanged since it converged."
-        ),
-    ] = False,
-    root: RootOpt = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
+    apply: bool,
+    yes: bool,
+    no_input: bool,
+    recheck: bool,
+    root: Path | None,
+    state: str | None,
+    json_out: bool,
 ) -> None:
     """Fetch the newest revision for this machine, verify it, plan it, and with --apply apply it."""
     out = Output("sync", json_out)

@@ -1,36 +1,35 @@
 """``trueup grant`` and ``trueup token``: who may plan or apply what, and service tokens."""
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-import typer
+import click
 from rich.markup import escape
 
-from trueup.cli.common import JsonOpt, StateOpt, engine_for, run_command
+from trueup.cli.command import group
+from trueup.cli.common import engine_for, json_option, run_command, state_option
 from trueup.cli.output import Output
 
-grant_app: typer.Typer = typer.Typer(
-    help="Grants: who may plan, apply or administer which targets.", no_args_is_help=True
-)
-token_app: typer.Typer = typer.Typer(
-    help="Service tokens (TRUEUP_TOKEN); only their hashes are stored.", no_args_is_help=True
-)
+F = TypeVar("F", bound=Callable[..., Any])
 
-ActorArg = Annotated[str, typer.Argument(help="user:NAME or service:NAME (bare NAME: a user).")]
-PermissionArg = Annotated[str, typer.Argument(help="plan, apply (implies plan) or admin.")]
-GlobArg = Annotated[
-    str, typer.Argument(help="Target keys it covers, e.g. 'profile:workstation@*' or 'org:acme*'.")
-]
-ServiceArg = Annotated[str, typer.Argument(help="service:NAME")]
+grant_app = group("grant", "Grants: who may plan, apply or administer which targets.")
+token_app = group("token", "Service tokens (TRUEUP_TOKEN); only their hashes are stored.")
+
+service_argument = click.argument("service", help="service:NAME")
+_TARGETS = "Target keys it covers, e.g. 'profile:workstation@*' or 'org:acme*'."
+
+
+def grant_arguments(command: F) -> F:
+    """ACTOR PERMISSION TARGET, --state and --json: a grant as added and as removed."""
+    command = state_option(json_option(command))
+    command = click.argument("target", help=_TARGETS)(command)
+    command = click.argument("permission", help="plan, apply (implies plan) or admin.")(command)
+    return click.argument("actor", help="user:NAME or service:NAME (bare NAME: a user).")(command)
 
 
 @grant_app.command("add")
-def grant_add(
-    actor: ActorArg,
-    permission: PermissionArg,
-    target: GlobArg,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@grant_arguments
+def grant_add(actor: str, permission: str, target: str, state: str | None, json_out: bool) -> None:
     """Allow ACTOR to PERMISSION on targets matching TARGET (the first grant turns checks on)."""
     out = Output("grant add", json_out)
 
@@ -50,7 +49,9 @@ def grant_add(
 
 
 @grant_app.command("list")
-def grant_list(state: StateOpt = None, json_out: JsonOpt = False) -> None:
+@state_option
+@json_option
+def grant_list(state: str | None, json_out: bool) -> None:
     """Every grant (with none, everyone is admin: a single-user machine)."""
     out = Output("grant list", json_out)
 
@@ -73,12 +74,9 @@ def grant_list(state: StateOpt = None, json_out: JsonOpt = False) -> None:
 
 
 @grant_app.command("remove")
+@grant_arguments
 def grant_remove(
-    actor: ActorArg,
-    permission: PermissionArg,
-    target: GlobArg,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
+    actor: str, permission: str, target: str, state: str | None, json_out: bool
 ) -> None:
     """Remove one grant, exactly as it was added."""
     out = Output("grant remove", json_out)
@@ -99,11 +97,10 @@ def grant_remove(
 
 
 @token_app.command("create")
-def token_create(
-    service: ServiceArg,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@service_argument
+@state_option
+@json_option
+def token_create(service: str, state: str | None, json_out: bool) -> None:
     """Issue a token for a service (replacing any earlier one); it is shown once."""
     out = Output("token create", json_out)
 
@@ -130,11 +127,10 @@ def token_create(
 
 
 @token_app.command("revoke")
-def token_revoke(
-    service: ServiceArg,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@service_argument
+@state_option
+@json_option
+def token_revoke(service: str, state: str | None, json_out: bool) -> None:
     """Revoke a service's token: requests with it are refused from now on."""
     out = Output("token revoke", json_out)
 

@@ -1,39 +1,52 @@
 """``trueup worker`` and ``trueup jobs``: the shared queue of applies."""
 
-from typing import Annotated, Optional
+import click
 
-import typer
-
-from trueup.cli.common import JsonOpt, StateOpt, engine_for, run_command
+from trueup.cli.command import group
+from trueup.cli.common import engine_for, json_option, run_command, state_option
 from trueup.cli.output import Output, first_visible
 from trueup.errors import ExitCode, UsageError
 
-jobs_app: typer.Typer = typer.Typer(
-    help="Queued applies: list them, resume a failed one.", no_args_is_help=True
+jobs_app = group("jobs", "Queued applies: list them, resume a failed one.")
+imports_option = click.option(
+    "--import",
+    "imports",
+    multiple=True,
+    help="Import this module for more step handlers (repeatable).",
 )
-ImportsOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045 - typer reads the annotation at runtime
-    typer.Option("--import", help="Import this module for more step handlers (repeatable)."),
-]
+limit_option = click.option(
+    "--limit", type=click.IntRange(1, 1_000_000), default=50, show_default=True
+)
 
 
+@click.command("worker")
+@click.option(
+    "--lease",
+    type=click.FloatRange(min=1.0),
+    default=30.0,
+    show_default=True,
+    help="Seconds a claimed job stays ours unrenewed.",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    help="Seconds between looks at an empty queue.",
+)
+@click.option("--drain", is_flag=True, help="Exit once the queue is empty (batch and CI).")
+@click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after this many jobs.")
+@imports_option
+@state_option
+@json_option
 def worker(
-    lease: Annotated[
-        float, typer.Option("--lease", min=1.0, help="Seconds a claimed job stays ours unrenewed.")
-    ] = 30.0,
-    poll: Annotated[
-        float, typer.Option("--poll", min=0.01, help="Seconds between looks at an empty queue.")
-    ] = 1.0,
-    drain: Annotated[
-        bool, typer.Option("--drain", help="Exit once the queue is empty (batch and CI).")
-    ] = False,
-    max_jobs: Annotated[
-        Optional[int],  # noqa: UP045 - typer reads the annotation at runtime
-        typer.Option("--max-jobs", min=1, help="Exit after this many jobs."),
-    ] = None,
-    imports: ImportsOpt = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
+    lease: float,
+    poll: float,
+    drain: bool,
+    max_jobs: int | None,
+    imports: tuple[str, ...],
+    state: str | None,
+    json_out: bool,
 ) -> None:
     """Run queued applies until stopped; start one or more per host, on any number of hosts."""
     out = Output("worker", json_out)
@@ -74,15 +87,11 @@ JOB_STATUSES = ("queued", "running", "failed", "succeeded", "abandoned")
 
 
 @jobs_app.command("list")
-def jobs_list(
-    status: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--status", help="queued, running, failed, succeeded, abandoned."),
-    ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=1_000_000)] = 50,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.option("--status", multiple=True, help="queued, running, failed, succeeded, abandoned.")
+@limit_option
+@state_option
+@json_option
+def jobs_list(status: tuple[str, ...], limit: int, state: str | None, json_out: bool) -> None:
     """Jobs, newest first, with their progress and failure."""
     out = Output("jobs list", json_out)
 
@@ -128,14 +137,13 @@ def jobs_list(
 
 
 @jobs_app.command("resume")
+@click.argument("run_id", help="The failed (or stalled) job.")
+@click.option("--here", is_flag=True, help="Run it in this process now instead of re-queueing.")
+@imports_option
+@state_option
+@json_option
 def jobs_resume(
-    run_id: Annotated[str, typer.Argument(help="The failed (or stalled) job.")],
-    here: Annotated[
-        bool, typer.Option("--here", help="Run it in this process now instead of re-queueing.")
-    ] = False,
-    imports: ImportsOpt = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
+    run_id: str, here: bool, imports: tuple[str, ...], state: str | None, json_out: bool
 ) -> None:
     """Resume a job from its last checkpoint (its recorded failure is cleared)."""
     out = Output("jobs resume", json_out)

@@ -4,27 +4,27 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING
 
 import click
-import typer
 
 from trueup import __version__
 from trueup.cli.common import (
-    JsonOpt,
-    MaxBytesOpt,
-    NoInputOpt,
-    OverwriteOpt,
-    QueueOpt,
-    RootOpt,
-    StateOpt,
-    YesOpt,
+    PATH,
     ask_consent_here,
     engine_for,
+    json_option,
+    max_bytes_option,
     missing_root,
+    no_input_option,
+    overwrite_option,
+    queue_option,
+    root_option,
     root_or_home,
     run_app,
     run_command,
+    state_option,
+    yes_option,
 )
 from trueup.cli.output import Output, confirmation_hint
 from trueup.cli.registry import LazyGroup
@@ -37,8 +37,9 @@ if TYPE_CHECKING:
     from trueup.targets.profile import Prepared
 
 #: The exit codes, as the README lists them: scripts branch on them.
-EXIT_CODES = "\n\n".join(  # typer's help keeps a line per paragraph
+EXIT_CODES = "\n".join(
     [
+        "\b",  # click: print these lines as they are, not rewrapped into a paragraph
         "Exit codes:",
         "  0  converged, success",
         "  1  internal error (a bug in trueup)",
@@ -51,22 +52,12 @@ EXIT_CODES = "\n\n".join(  # typer's help keeps a line per paragraph
     ]
 )
 
-app = typer.Typer(
-    name="trueup",
-    help="Make reality match a declaration, safely: plan, apply behind gates, verify, record.",
-    epilog=EXIT_CODES,
-    no_args_is_help=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-    cls=LazyGroup,  # the command groups of cli/registry.py, imported when they run
-)
 
-
-def _version(ctx: typer.Context, value: bool) -> None:
+def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     """Show the version; with --json as every command's envelope, for scripts that check it.
 
-    ``--json`` is eager, so click has read it before this callback runs, in
-    whichever order the two were typed.
+    ``--json`` is eager and this is not, so click has read it before this
+    callback runs, in whichever order the two were typed.
     """
     if not value:
         return
@@ -75,29 +66,32 @@ def _version(ctx: typer.Context, value: bool) -> None:
         Output("trueup", json_mode=True).report(message, {"version": __version__})
     else:
         print(message)  # plain print: the quickest command need not load rich
-    raise typer.Exit()
+    ctx.exit()
 
 
-@app.callback()
-def main(
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, help="Show the version.")
-    ] = False,
-    json_out: Annotated[
-        bool,
-        typer.Option(
-            "--json", is_eager=True, help="With --version: print a versioned JSON envelope."
-        ),
-    ] = False,
-    actor: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--actor",
-            help="Act as this service identity (service:NAME), e.g. in CI; default: your OS user.",
-        ),
-    ] = None,
-) -> None:
-    """trueup keeps machines and SaaS orgs exactly as declared."""
+@click.group(
+    "trueup",
+    cls=LazyGroup,  # the command groups of cli/registry.py, imported when they run
+    epilog=EXIT_CODES,
+    no_args_is_help=True,
+    context_settings={"max_content_width": 100},  # wide terminals: up to 100 columns, not 80
+)
+@click.option(
+    "--version", is_flag=True, expose_value=False, callback=_version, help="Show the version."
+)
+@click.option(
+    "--json",
+    "json_out",
+    is_flag=True,
+    is_eager=True,
+    help="With --version: print a versioned JSON envelope.",
+)
+@click.option(
+    "--actor",
+    help="Act as this service identity (service:NAME), e.g. in CI; default: your OS user.",
+)
+def app(json_out: bool, actor: str | None) -> None:
+    """Make reality match a declaration, safely: plan, apply behind gates, verify, record."""
     if json_out:  # accepted here for --version alone; a command would silently ignore it
         raise click.UsageError("--json goes after the command, e.g. trueup status --json")
     if actor:
@@ -105,18 +99,25 @@ def main(
 
 
 @app.command()
+@click.argument("file", help="Profile file (TOML, JSON or YAML).", type=PATH)
+@root_option
+@click.option("-o", "--out", "out_file", type=PATH, help="Save the plan to apply it later exactly.")
+@overwrite_option
+@click.option(
+    "--show-unchanged/--no-show-unchanged", default=False, help="List unchanged resources too."
+)
+@state_option
+@max_bytes_option
+@json_option
 def plan(
-    file: Annotated[Path, typer.Argument(help="Profile file (TOML, JSON or YAML).")],
-    root: RootOpt = None,
-    out_file: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("-o", "--out", help="Save the plan to apply it later exactly."),
-    ] = None,
-    overwrite: OverwriteOpt = None,
-    show_unchanged: Annotated[bool, typer.Option(help="List unchanged resources too.")] = False,
-    state: StateOpt = None,
-    max_file_bytes: MaxBytesOpt = None,
-    json_out: JsonOpt = False,
+    file: Path,
+    root: Path | None,
+    out_file: Path | None,
+    overwrite: tuple[str, ...],
+    show_unchanged: bool,
+    state: str | None,
+    max_file_bytes: int | None,
+    json_out: bool,
 ) -> None:
     """Show what would change, as a coloured diff. Changes nothing."""
     out = Output("plan", json_out)
@@ -175,23 +176,30 @@ def plan(
 
 
 @app.command()
+@click.argument("file", help="Profile file, or a plan saved with plan -o.", type=PATH)
+@root_option
+@yes_option
+@no_input_option()
+@overwrite_option
+@click.option(
+    "--confirm",
+    help="The target's name, typed exactly: needed for steps that destroy or migrate data.",
+)
+@queue_option
+@state_option
+@max_bytes_option
+@json_option
 def apply(
-    file: Annotated[Path, typer.Argument(help="Profile file, or a plan saved with plan -o.")],
-    root: RootOpt = None,
-    yes: YesOpt = False,
-    no_input: NoInputOpt = False,
-    overwrite: OverwriteOpt = None,
-    confirm: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--confirm",
-            help="The target's name, typed exactly: needed for steps that destroy or migrate data.",
-        ),
-    ] = None,
-    queue: QueueOpt = False,
-    state: StateOpt = None,
-    max_file_bytes: MaxBytesOpt = None,
-    json_out: JsonOpt = False,
+    file: Path,
+    root: Path | None,
+    yes: bool,
+    no_input: bool,
+    overwrite: tuple[str, ...],
+    confirm: str | None,
+    queue: bool,
+    state: str | None,
+    max_file_bytes: int | None,
+    json_out: bool,
 ) -> None:
     """Show the plan, ask, apply it under the lock, verify every change, record it."""
     out = Output("apply", json_out)
@@ -283,15 +291,16 @@ def _apply_with_progress(
 
 
 @app.command()
-def status(
-    file: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Argument(help="Check this profile live (otherwise: what the state store knows)."),
-    ] = None,
-    root: RootOpt = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.argument(
+    "file",
+    help="Check this profile live (otherwise: what the state store knows).",
+    type=PATH,
+    required=False,
+)
+@root_option
+@state_option
+@json_option
+def status(file: Path | None, root: Path | None, state: str | None, json_out: bool) -> None:
     """Converged? Drifted? What needs a person? What is blocked?"""
     out = Output("status", json_out)
 
@@ -304,13 +313,10 @@ def status(
 
 
 @app.command()
-def recover(
-    run_id: Annotated[
-        str | None, typer.Argument(help="The unfinished run (default: the only one).")
-    ] = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.argument("run_id", help="The unfinished run (default: the only one).", required=False)
+@state_option
+@json_option
+def recover(run_id: str | None, state: str | None, json_out: bool) -> None:
     """Finish an interrupted or crashed run: restore what was in flight, redo, verify."""
     out = Output("recover", json_out)
 
@@ -333,13 +339,10 @@ def recover(
 
 
 @app.command()
-def abandon(
-    run_id: Annotated[
-        str | None, typer.Argument(help="The unfinished run (default: the only one).")
-    ] = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.argument("run_id", help="The unfinished run (default: the only one).", required=False)
+@state_option
+@json_option
+def abandon(run_id: str | None, state: str | None, json_out: bool) -> None:
     """Release an unfinished run's lock and leave every target exactly as it is now."""
     out = Output("abandon", json_out)
 
@@ -362,12 +365,11 @@ def abandon(
 
 
 @app.command()
-def schema(
-    what: Annotated[
-        str, typer.Argument(help="Which schema: profile, org or doctor (its --json).")
-    ] = "profile",
-    json_out: JsonOpt = False,
-) -> None:
+@click.argument(
+    "what", help="Which schema: profile, org or doctor (its --json).", default="profile"
+)
+@json_option
+def schema(what: str, json_out: bool) -> None:
     """Print the JSON Schema of a declaration file (for editors: the schema itself)."""
     out = Output("schema", json_out)
 

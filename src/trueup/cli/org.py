@@ -7,19 +7,22 @@ runs, so ``trueup --help`` and the machine commands stay fast.
 
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
+from trueup.cli.command import group
 from trueup.cli.common import (
-    JsonOpt,
-    OverwriteOpt,
-    QueueOpt,
-    StateOpt,
-    YesOpt,
+    PATH,
     ask_consent_here,
     engine_for,
+    json_option,
+    no_input_option,
+    overwrite_option,
+    queue_option,
     run_command,
+    state_option,
+    yes_option,
 )
 from trueup.cli.output import Output, confirmation_hint
 from trueup.errors import ExitCode
@@ -28,20 +31,14 @@ if TYPE_CHECKING:
     from trueup.model import Plan
     from trueup.org.engine import OrgEngine, OrgPrepared
 
-org_app: typer.Typer = typer.Typer(
-    help="Orgs across ZITADEL, Cloudflare and Coolify: plan, apply, status.",
-    no_args_is_help=True,
-)
+org_app = group("org", "Orgs across ZITADEL, Cloudflare and Coolify: plan, apply, status.")
 
-FileArg = Annotated[Path, typer.Argument(help="Org file (TOML, JSON or YAML).")]
-InsecureHttpOpt = Annotated[
-    bool,
-    typer.Option(
-        "--insecure-http",
-        help="Allow plain http:// provider URLs beyond this host (tokens and secret "
-        "values then cross the network unencrypted).",
-    ),
-]
+insecure_http_option = click.option(
+    "--insecure-http",
+    is_flag=True,
+    help="Allow plain http:// provider URLs beyond this host (tokens and secret "
+    "values then cross the network unencrypted).",
+)
 
 
 def _org_engine(state: str | None, insecure_http: bool = False) -> "OrgEngine":
@@ -63,17 +60,23 @@ def _plan_json(prepared: "OrgPrepared", plan: "Plan") -> dict[str, Any]:
 
 
 @org_app.command("plan")
+@click.argument("file", help="Org file (TOML, JSON or YAML).", type=PATH)
+@click.option("-o", "--out", "out_file", type=PATH, help="Save the plan to apply it later exactly.")
+@overwrite_option
+@click.option(
+    "--show-unchanged/--no-show-unchanged", default=False, help="List unchanged resources too."
+)
+@insecure_http_option
+@state_option
+@json_option
 def org_plan(
-    file: FileArg,
-    out_file: Annotated[
-        Optional[Path],  # noqa: UP045 - typer reads the annotation at runtime
-        typer.Option("-o", "--out", help="Save the plan to apply it later exactly."),
-    ] = None,
-    overwrite: OverwriteOpt = None,
-    show_unchanged: Annotated[bool, typer.Option(help="List unchanged resources too.")] = False,
-    insecure_http: InsecureHttpOpt = False,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
+    file: Path,
+    out_file: Path | None,
+    overwrite: tuple[str, ...],
+    show_unchanged: bool,
+    insecure_http: bool,
+    state: str | None,
+    json_out: bool,
 ) -> None:
     """Read the org's scope at every provider and show what would change. Changes nothing."""
     out = Output("org plan", json_out)
@@ -110,25 +113,29 @@ def org_plan(
 
 
 @org_app.command("apply")
+@click.argument("file", help="Org file, or a plan saved with org plan -o.", type=PATH)
+@click.option(
+    "--confirm",
+    help="The org's display name, typed exactly: needed for steps that "
+    "destroy or migrate data (--yes never counts for those).",
+)
+@yes_option
+@no_input_option("for CI")
+@overwrite_option
+@queue_option
+@insecure_http_option
+@state_option
+@json_option
 def org_apply(
-    file: Annotated[Path, typer.Argument(help="Org file, or a plan saved with org plan -o.")],
-    confirm: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--confirm",
-            help="The org's display name, typed exactly: needed for steps that "
-            "destroy or migrate data (--yes never counts for those).",
-        ),
-    ] = None,
-    yes: YesOpt = False,
-    no_input: Annotated[
-        bool, typer.Option("--no-input", help="Never prompt (for CI); implies --yes.")
-    ] = False,
-    overwrite: OverwriteOpt = None,
-    queue: QueueOpt = False,
-    insecure_http: InsecureHttpOpt = False,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
+    file: Path,
+    confirm: str | None,
+    yes: bool,
+    no_input: bool,
+    overwrite: tuple[str, ...],
+    queue: bool,
+    insecure_http: bool,
+    state: str | None,
+    json_out: bool,
 ) -> None:
     """Show the plan, then apply it behind the gates (authorization, staleness, confirmation)."""
     out = Output("org apply", json_out)
@@ -180,15 +187,16 @@ def org_apply(
 
 
 @org_app.command("status")
-def org_status(
-    file: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Argument(help="Check this org live (otherwise: what the state store recorded)."),
-    ] = None,
-    insecure_http: InsecureHttpOpt = False,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.argument(
+    "file",
+    help="Check this org live (otherwise: what the state store recorded).",
+    type=PATH,
+    required=False,
+)
+@insecure_http_option
+@state_option
+@json_option
+def org_status(file: Path | None, insecure_http: bool, state: str | None, json_out: bool) -> None:
     """Converged? Drifted? Unmanaged? Which declared fields are not true yet?"""
     out = Output("org status", json_out)
 

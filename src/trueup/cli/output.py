@@ -145,15 +145,15 @@ class Output:
 
     def confirm(self, question: str) -> bool:
         """Ask yes/no on stderr: stdout carries only the plan, or the JSON envelope."""
-        import typer
+        import click
 
-        return typer.confirm(question, default=False, err=True)
+        return click.confirm(question, default=False, err=True)
 
     def ask(self, question: str) -> str:
         """Ask for a typed answer on stderr (as ``confirm``); empty when none is given."""
-        import typer
+        import click
 
-        answer: str = typer.prompt(question, default="", show_default=False, err=True)
+        answer: str = click.prompt(question, default="", show_default=False, err=True)
         return answer
 
     def error(self, error: TrueupError) -> int:

@@ -1,10 +1,10 @@
 """The commands ``trueup`` loads only when they run: a table, and the click group reading it.
 
-Every command module imported at start-up costs every command its import and
-typer's inspection of its signatures, so ``trueup plan`` would pay for the org
-clients and the fake servers. A row here names the command, where it lives and
-its help line; ``trueup --help`` reads the line from the row, so listing the
-commands imports none of them. Adding a command group is adding a row.
+Every command module imported at start-up costs every command its import, so
+``trueup plan`` would pay for the org clients and the fake servers. A row here
+names the command, where it lives and its help line; ``trueup --help`` reads
+the line from the row, so listing the commands imports none of them. Adding
+a command group is adding a row.
 """
 
 import difflib
@@ -12,13 +12,13 @@ import importlib
 from typing import Any, NamedTuple
 
 import click
-import typer
-from typer.core import TyperGroup
+
+from trueup.cli.command import Group
 
 
 class LazyCommand(NamedTuple):
-    """Where a command lives (``module:attr``, a ``typer.Typer`` or a command function)
-    and the line ``trueup --help`` shows for it."""
+    """Where a command lives (``module:attr``, a click command or group) and the line
+    ``trueup --help`` shows for it."""
 
     target: str
     help: str
@@ -76,23 +76,15 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
 
 
 def load(name: str) -> click.Command:
-    """The click command a row names, its module imported now.
-
-    Registered on a holder exactly as ``add_typer``/``command`` would on the
-    app, so a loaded command reads as it did when it was imported at start-up.
-    """
+    """The click command a row names, its module imported now."""
     module, _, attr = LAZY_COMMANDS[name].target.partition(":")
     found: Any = getattr(importlib.import_module(module), attr)
-    holder = typer.Typer(add_completion=False)
-    if isinstance(found, typer.Typer):
-        holder.add_typer(found, name=name)
-    else:  # a lone command function
-        holder.command(name)(found)
-        holder.callback()(lambda: None)  # a group even with one command, as the app is
-    return typer.main.get_group(holder).commands[name]
+    if not isinstance(found, click.Command) or found.name != name:
+        raise TypeError(f"{LAZY_COMMANDS[name].target} is not the click command {name!r}")
+    return found
 
 
-class LazyGroup(TyperGroup):
+class LazyGroup(Group):
     """The ``trueup`` group: its own commands, then the table's, imported on use.
 
     Listing (help, completion of names) gets a placeholder carrying the row's
@@ -119,7 +111,7 @@ class LazyGroup(TyperGroup):
         except click.UsageError:
             if not args or args[0].startswith("-"):
                 raise  # an option, not a command name
-            # Said afresh: click and typer would suggest only among the commands loaded.
+            # Said afresh: click would suggest only among the commands loaded.
             close = difflib.get_close_matches(args[0], self.list_commands(ctx))
             offered = f" Did you mean {', '.join(repr(name) for name in close)}?" if close else ""
             raise click.UsageError(f"No such command {args[0]!r}.{offered}", ctx) from None

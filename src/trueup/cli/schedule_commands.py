@@ -13,19 +13,22 @@ import shutil
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
+from trueup.cli.command import group
 from trueup.cli.common import (
-    JsonOpt,
-    RootOpt,
-    StateOpt,
-    YesOpt,
+    PATH,
     ask_consent_here,
     engine_for,
+    json_option,
+    no_input_option,
+    root_option,
     root_or_home,
     run_command,
+    state_option,
+    yes_option,
 )
 from trueup.cli.output import Output
 from trueup.errors import ExitCode, UsageError
@@ -34,52 +37,45 @@ if TYPE_CHECKING:
     from trueup.engine import Engine
     from trueup.schedules.installer import Installed, ScheduleFiles
 
-schedule_app: typer.Typer = typer.Typer(
-    help="Run trueup on a schedule: systemd timer, launchd agent or Task Scheduler task.",
-    no_args_is_help=True,
+schedule_app = group(
+    "schedule", "Run trueup on a schedule: systemd timer, launchd agent or Task Scheduler task."
 )
 
-PlatformOpt = Annotated[
-    Optional[str],  # noqa: UP045
-    typer.Option(
-        "--platform",
-        help="linux (systemd), macos (launchd) or windows (Task Scheduler); default: this one.",
-    ),
-]
-NoInputOpt = Annotated[
-    bool, typer.Option("--no-input", help="Never prompt (for scripts); implies --yes.")
-]
-OverwriteAllOpt = Annotated[
-    bool,
-    typer.Option("--overwrite", help="Replace scheduler files edited by hand (drift)."),
-]
+overwrite_all_option = click.option(
+    "--overwrite", is_flag=True, help="Replace scheduler files edited by hand (drift)."
+)
 
 
 @schedule_app.command("set")
+@click.argument("when", help="daily@HH:MM, weekly:DAY[,DAY]@HH:MM (Mon..Sun) or every:N[m|h].")
+@click.option(
+    "--profile",
+    type=PATH,
+    help="The profile the job applies; default: `trueup sync --apply` from the source "
+    "this machine follows.",
+)
+@click.option("--timezone", help="An IANA timezone (systemd timers only).")
+@root_option
+@click.option(
+    "--platform",
+    help="linux (systemd), macos (launchd) or windows (Task Scheduler); default: this one.",
+)
+@overwrite_all_option
+@yes_option
+@no_input_option("for scripts")
+@state_option
+@json_option
 def schedule_set(
-    when: Annotated[
-        str,
-        typer.Argument(help="daily@HH:MM, weekly:DAY[,DAY]@HH:MM (Mon..Sun) or every:N[m|h]."),
-    ],
-    profile: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--profile",
-            help="The profile the job applies; default: `trueup sync --apply` from the source "
-            "this machine follows.",
-        ),
-    ] = None,
-    timezone: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--timezone", help="An IANA timezone (systemd timers only)."),
-    ] = None,
-    root: RootOpt = None,
-    platform: PlatformOpt = None,
-    overwrite: OverwriteAllOpt = False,
-    yes: YesOpt = False,
-    no_input: NoInputOpt = False,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
+    when: str,
+    profile: Path | None,
+    timezone: str | None,
+    root: Path | None,
+    platform: str | None,
+    overwrite: bool,
+    yes: bool,
+    no_input: bool,
+    state: str | None,
+    json_out: bool,
 ) -> None:
     """Install (or change) the schedule that runs trueup with --no-input."""
     out = Output("schedule set", json_out)
@@ -104,9 +100,10 @@ def schedule_set(
 
 
 @schedule_app.command("status")
-def schedule_status(
-    root: RootOpt = None, state: StateOpt = None, json_out: JsonOpt = False
-) -> None:
+@root_option
+@state_option
+@json_option
+def schedule_status(root: Path | None, state: str | None, json_out: bool) -> None:
     """not-installed, current, drifted (edited by hand) or disabled."""
     out = Output("schedule status", json_out)
 
@@ -129,13 +126,19 @@ def schedule_status(
 
 
 @schedule_app.command("remove")
+@root_option
+@overwrite_all_option
+@yes_option
+@no_input_option("for scripts")
+@state_option
+@json_option
 def schedule_remove(
-    root: RootOpt = None,
-    overwrite: OverwriteAllOpt = False,
-    yes: YesOpt = False,
-    no_input: NoInputOpt = False,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
+    root: Path | None,
+    overwrite: bool,
+    yes: bool,
+    no_input: bool,
+    state: str | None,
+    json_out: bool,
 ) -> None:
     """Remove the schedule's files (only if unmodified, unless --overwrite)."""
     out = Output("schedule remove", json_out)

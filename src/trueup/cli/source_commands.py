@@ -3,31 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
-from trueup.cli.common import JsonOpt, StateOpt, engine_for, run_command
+from trueup.cli.command import group
+from trueup.cli.common import PATH, engine_for, json_option, run_command, state_option
 from trueup.cli.output import Output
 
 if TYPE_CHECKING:
     from trueup.source.admin import SourceAdmin
 
-source_app: typer.Typer = typer.Typer(
-    help="Be the source many machines follow: keys, signed revisions, invitations, the fleet.",
-    no_args_is_help=True,
+source_app = group(
+    "source", "Be the source many machines follow: keys, signed revisions, invitations, the fleet."
 )
-
-HostOpt = Annotated[
-    Optional[str],  # noqa: UP045
-    typer.Option("--host", help="Address to listen on (default 127.0.0.1: loopback only)."),
-]
-PortOpt = Annotated[
-    Optional[int],  # noqa: UP045
-    typer.Option(
-        "--port", min=0, max=65535, help="Port to listen on (default 8443; 0: any free one)."
-    ),
-]
 
 
 def _admin(state: str | None) -> SourceAdmin:
@@ -37,14 +26,10 @@ def _admin(state: str | None) -> SourceAdmin:
 
 
 @source_app.command("init")
-def init(
-    host: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--host", help="A name or address followers reach it by (repeatable)."),
-    ] = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.option("--host", multiple=True, help="A name or address followers reach it by (repeatable).")
+@state_option
+@json_option
+def init(host: tuple[str, ...], state: str | None, json_out: bool) -> None:
     """Make the signing key and the TLS key and certificate (0600 files in the data folder)."""
     out = Output("source init", json_out)
 
@@ -68,15 +53,11 @@ def init(
 
 
 @source_app.command("publish")
-def publish(
-    file: Annotated[Path, typer.Argument(help="Profile file (TOML, JSON or YAML).")],
-    note: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--note", help="Why: shown in the revisions list."),
-    ] = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.argument("file", help="Profile file (TOML, JSON or YAML).", type=PATH)
+@click.option("--note", help="Why: shown in the revisions list.")
+@state_option
+@json_option
+def publish(file: Path, note: str | None, state: str | None, json_out: bool) -> None:
     """Sign and store an immutable revision of the profile and every source file it reads."""
     out = Output("source publish", json_out)
 
@@ -104,7 +85,9 @@ def publish(
 
 
 @source_app.command("revisions")
-def revisions(state: StateOpt = None, json_out: JsonOpt = False) -> None:
+@state_option
+@json_option
+def revisions(state: str | None, json_out: bool) -> None:
     """Every published revision, oldest first."""
     out = Output("source revisions", json_out)
 
@@ -139,14 +122,10 @@ def revisions(state: StateOpt = None, json_out: JsonOpt = False) -> None:
 
 
 @source_app.command("show")
-def show(
-    revision: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Argument(help="Sequence number or id (default: the newest)."),
-    ] = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.argument("revision", help="Sequence number or id (default: the newest).", required=False)
+@state_option
+@json_option
+def show(revision: str | None, state: str | None, json_out: bool) -> None:
     """One revision: its signed manifest and its resources with their groups."""
     out = Output("source show", json_out)
 
@@ -189,12 +168,15 @@ def show(
 
 
 @source_app.command("serve")
-def serve(
-    host: HostOpt = None,
-    port: PortOpt = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.option("--host", help="Address to listen on (default 127.0.0.1: loopback only).")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (default 8443; 0: any free one).",
+)
+@state_option
+@json_option
+def serve(host: str | None, port: int | None, state: str | None, json_out: bool) -> None:
     """Serve revisions to followers over HTTPS until stopped (Ctrl-C, SIGTERM)."""
     out = Output("source serve", json_out)
 
@@ -225,22 +207,22 @@ def serve(
 
 
 @source_app.command("invite")
+@click.option("--group", "groups", multiple=True, help="A group the follower joins (repeatable).")
+@click.option(
+    "--expires",
+    default="15m",
+    show_default=True,
+    help="How long it may be used: 15m, 2h, at most 24h.",
+)
+@click.option("--endpoint", help="Where followers reach `source serve` (https://HOST:PORT).")
+@state_option
+@json_option
 def invite(
-    group: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--group", help="A group the follower joins (repeatable)."),
-    ] = None,
-    expires: Annotated[
-        str, typer.Option("--expires", help="How long it may be used: 15m, 2h, at most 24h.")
-    ] = "15m",
-    endpoint: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--endpoint", help="Where followers reach `source serve` (https://HOST:PORT)."
-        ),
-    ] = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
+    groups: tuple[str, ...],
+    expires: str,
+    endpoint: str | None,
+    state: str | None,
+    json_out: bool,
 ) -> None:
     """Print a single-use invitation: endpoint, both fingerprints, groups, expiry, a code."""
     out = Output("source invite", json_out)
@@ -248,7 +230,7 @@ def invite(
     def body() -> int:
         seconds = _duration(expires)
         admin = _admin(state)
-        text, until = admin.invite(endpoint or admin.keys.endpoint(), group or [], seconds)
+        text, until = admin.invite(endpoint or admin.keys.endpoint(), list(groups), seconds)
         if json_out:
             out.envelope("ok", 0, "invitation made", {"invitation": text, "expires": until})
         else:
@@ -264,7 +246,9 @@ def invite(
 
 
 @source_app.command("followers")
-def followers(state: StateOpt = None, json_out: JsonOpt = False) -> None:
+@state_option
+@json_option
+def followers(state: str | None, json_out: bool) -> None:
     """Every enrolled follower, its groups, and whether it was revoked."""
     out = Output("source followers", json_out)
 
@@ -290,11 +274,10 @@ def followers(state: StateOpt = None, json_out: JsonOpt = False) -> None:
 
 
 @source_app.command("revoke")
-def revoke(
-    follower: Annotated[str, typer.Argument(help="The follower's name or id.")],
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.argument("follower", help="The follower's name or id.")
+@state_option
+@json_option
+def revoke(follower: str, state: str | None, json_out: bool) -> None:
     """Revoke a follower: its next request is refused (it exits 5)."""
     out = Output("source revoke", json_out)
 
@@ -307,14 +290,12 @@ def revoke(
 
 
 @source_app.command("status")
-def status(
-    follower: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Argument(help="One follower's name or id (default: the whole fleet)."),
-    ] = None,
-    state: StateOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@click.argument(
+    "follower", help="One follower's name or id (default: the whole fleet).", required=False
+)
+@state_option
+@json_option
+def status(follower: str | None, state: str | None, json_out: bool) -> None:
     """The fleet as followers last reported: revision, outcome, drift, when."""
     out = Output("source status", json_out)
 

@@ -1,30 +1,26 @@
 """``trueup state migrate``: bring the state store's schema to what this trueup needs."""
 
 import sys
-from typing import Annotated, Optional
 
-import typer
+import click
 
-from trueup.cli.common import JsonOpt, StateOpt, run_command
+from trueup.cli.command import group
+from trueup.cli.common import json_option, run_command, state_option
 from trueup.cli.output import Output
 from trueup.errors import UsageError
 
-state_app = typer.Typer(help="The state store: migrations.", no_args_is_help=True)
+state_app = group("state", "The state store: migrations.")
 
 
 @state_app.command("migrate")
-def state_migrate(
-    state: StateOpt = None,
-    sql: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--sql",
-            metavar="DIALECT",
-            help="Print the DDL (sqlite or postgresql) for a DBA instead of running it.",
-        ),
-    ] = None,
-    json_out: JsonOpt = False,
-) -> None:
+@state_option
+@click.option(
+    "--sql",
+    metavar="DIALECT",
+    help="Print the DDL (sqlite or postgresql) for a DBA instead of running it.",
+)
+@json_option
+def state_migrate(state: str | None, sql: str | None, json_out: bool) -> None:
     """Upgrade the state store's schema to what this trueup needs."""
     out = Output("state migrate", json_out)
 
