@@ -29,10 +29,13 @@ class Machine:
     def root(self) -> Path:
         return self.world.base / self.name / "root"
 
-    def run(self, *args: str, env: Mapping[str, str] | None = None) -> Result:
+    @property
+    def env(self) -> dict[str, str]:
         # No keyring: a developer's own would get the test's credentials.
-        own = {"TRUEUP_DATA": str(self.data), "PYTHON_KEYRING_BACKEND": NO_KEYRING}
-        return self.world.run(*args, env={**own, **(env or {})})
+        return {"TRUEUP_DATA": str(self.data), "PYTHON_KEYRING_BACKEND": NO_KEYRING}
+
+    def run(self, *args: str, env: Mapping[str, str] | None = None) -> Result:
+        return self.world.run(*args, env={**self.env, **(env or {})})
 
     def sync(self, *args: str) -> Result:
         return self.run("sync", "--root", str(self.root), *args)

@@ -130,6 +130,29 @@ def test_two_followers_converge_to_their_share_and_report_back(world: World) -> 
     assert {"source.published", "source.invited", "source.revoked"} <= events
 
 
+def test_an_unchanged_source_is_answered_without_click_or_the_engine(world: World) -> None:
+    make_source(world)
+    laptop = Machine(world, "laptop")
+    with serving(world):
+        assert laptop.follow(invite(world, "--group", "laptops")).code == 0
+        assert laptop.sync("--apply", "--no-input").code == 0
+        timer = ("sync", "--root", str(laptop.root), "--apply", "--no-input")
+        code, modules = world.modules(*timer, env=laptop.env)
+        assert code == 0
+        assert not {"click", "rich", "trueup.engine", "trueup.source.wire"} & modules
+        answered = laptop.sync("--json")
+        assert answered.json["status"] == "unchanged", answered.out + answered.err
+        # --recheck plans anyway: the full command.
+        code, modules = world.modules(*timer, "--recheck", env=laptop.env)
+        assert code == 0 and {"click", "trueup.engine"} <= modules
+        # A changed source: the quick look finds news, the full command fetches it.
+        world.write("files/AGENTS.md", "# Rules\n\nBe kind. Be brief.\n")
+        assert world.run("source", "publish", str(world.profiles / "team.toml")).code == 0
+        synced = laptop.sync("--apply", "--no-input", "--json")
+        assert synced.json["data"]["seq"] == 2, synced.out + synced.err
+        assert (laptop.root / ".codex/AGENTS.md").read_text().endswith("Be brief.\n")
+
+
 def test_two_serve_processes_share_one_postgresql_store(world: World, postgres_schema: str) -> None:
     state = {"TRUEUP_STATE": postgres_schema}
     world.write("files/AGENTS.md", "# Rules\n")

@@ -33,7 +33,7 @@ content = "c"
 _TRUEUP_THEN_MODULES = """
 import atexit, json, sys
 atexit.register(lambda: print("MODULES", json.dumps(sorted(sys.modules)), file=sys.stderr))
-from trueup.cli.main import run
+from trueup.cli.entry import run
 run()
 """
 
@@ -82,9 +82,9 @@ class World:
         done = self.call([TRUEUP, *args], env, timeout)
         return Result(done.returncode, done.stdout, done.stderr)
 
-    def modules(self, *args: str) -> tuple[int, set[str]]:
+    def modules(self, *args: str, env: Mapping[str, str] | None = None) -> tuple[int, set[str]]:
         """Run ``trueup ARGS`` as ``run`` does; its exit code and every module it imported."""
-        done = self.call([sys.executable, "-c", _TRUEUP_THEN_MODULES, *args])
+        done = self.call([sys.executable, "-c", _TRUEUP_THEN_MODULES, *args], env)
         listed = done.stderr[done.stderr.rindex("MODULES ") + len("MODULES ") :]
         return done.returncode, set(json.loads(listed))
 

@@ -108,6 +108,20 @@ def test_a_follower_gets_its_share_and_a_304_while_it_is_unchanged(
     assert again.status_code == 304 and again.content == b""
 
 
+def test_head_asks_whether_a_share_is_current_and_carries_no_body(
+    source: tuple[SourceAdmin, AppClient],
+) -> None:
+    admin, client = source
+    laptop = enroll(admin, client, "laptop", "laptops")
+    tag = client.get("/v1/revision", headers=laptop).headers["etag"]
+    current = client.request("HEAD", "/v1/revision", headers={**laptop, "If-None-Match": tag})
+    assert current.status_code == 304 and current.content == b""
+    stale = client.request("HEAD", "/v1/revision", headers={**laptop, "If-None-Match": '"0-x"'})
+    assert stale.status_code == 200 and stale.content == b""
+    assert stale.headers["etag"] == tag
+    assert client.request("HEAD", "/v1/revision").status_code == 401
+
+
 def test_blobs_resume_with_range(source: tuple[SourceAdmin, AppClient]) -> None:
     admin, client = source
     laptop = enroll(admin, client, "laptop", "laptops")

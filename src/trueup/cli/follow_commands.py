@@ -25,6 +25,7 @@ from trueup.cli.common import (
     yes_option,
 )
 from trueup.cli.output import Output, rerun_with
+from trueup.cli.unchanged_sync import report_unchanged
 
 if TYPE_CHECKING:
     from trueup.engine import Engine
@@ -92,13 +93,7 @@ def sync(
         try:
             fetched = syncer.fetch(recheck)
             if fetched is None:
-                known = syncer.known()
-                message = f"up to date: revision {known['seq']} converged here; nothing to fetch"
-                if json_out:
-                    data = {"revision": known["revision"], "seq": known["seq"], "received": 0}
-                    out.envelope("unchanged", 0, message, data)
-                else:
-                    print(message)  # plain print: the timer's every run need not load rich
+                report_unchanged(out, syncer.known())
                 return 0
             engine = engine_for(state)
             if not apply:

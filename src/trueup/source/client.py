@@ -112,7 +112,8 @@ class SourceClient:
             sent["Content-Type"] = "application/json"
         try:
             status, received = self._send(method, path, sent, data)
-            content = b"".join(self._body(received, limit))
+            # A HEAD answer's length is the GET's, but no body follows it.
+            content = b"" if method == "HEAD" else b"".join(self._body(received, limit))
         except OSError as exc:
             self.close()
             raise self._unreachable(exc) from None

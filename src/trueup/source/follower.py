@@ -12,15 +12,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trueup.errors import UsageError
 from trueup.private import make_folders, write_file
 from trueup.source import SourceUnreachable
-from trueup.source.wire import Revision, safe_path
+
+if TYPE_CHECKING:  # revisions and blobs load when there is one to lay out
+    from trueup.source.wire import Revision
 
 KEYRING_SERVICE = "trueup-follower"
 MEMBERSHIP = "follower.json"
@@ -143,6 +144,8 @@ class FollowerHome:
         Every blob is checked against its digest again as it is copied: the cache
         is this machine's disk, and planning must only ever see signed content.
         """
+        import shutil
+
         folder = self._revision_folder(revision.seq, revision.manifest["digest"])
         profile = folder / "profile.json"
         if profile.exists():
@@ -160,6 +163,8 @@ class FollowerHome:
         return profile
 
     def _fill(self, building: Path, revision: Revision) -> None:
+        from trueup.source.wire import safe_path
+
         for entry in revision.entries:
             for relpath, item in entry["files"].items():
                 place = building / safe_path(relpath)
@@ -194,6 +199,8 @@ class FollowerHome:
 
     def held(self) -> tuple[Revision, Path] | None:
         """That share and its profile file, or ``None`` when it is gone."""
+        from trueup.source.wire import Revision
+
         last = self.last()
         folder = self._revision_folder(last.get("held_seq", 0), last.get("held_digest", ""))
         try:
@@ -215,6 +222,8 @@ class FollowerHome:
         The share held before it stays too (a run of it may wait for ``recover``,
         which reads its sources); older ones go.
         """
+        import shutil
+
         last = self.last()
         kept = {self._revision_folder(revision.seq, revision.manifest["digest"]).name}
         if last.get("etag"):

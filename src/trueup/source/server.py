@@ -126,7 +126,7 @@ class SourceApp:
         self.app = Starlette(
             routes=[
                 Route("/v1/enroll", self.enroll, methods=["POST"]),
-                Route("/v1/revision", self.revision, methods=["GET"]),
+                Route("/v1/revision", self.revision, methods=["GET", "HEAD"]),
                 Route("/v1/blobs/{digest}", self.blob, methods=["GET"]),
                 Route("/v1/reports", self.report, methods=["POST"]),
             ]
@@ -177,6 +177,8 @@ class SourceApp:
         held = request.headers.get("if-none-match", "")
         if held == current.tag:
             return Response(status_code=304, headers={"ETag": current.tag})
+        if request.method == "HEAD":  # is my share current? (trueup sync on a timer)
+            return Response(status_code=200, headers={"ETag": current.tag})
         body = self._delta(held, current, follower.groups) or current.body
         return Response(body, media_type="application/json", headers={"ETag": current.tag})
 

@@ -23,12 +23,12 @@ from trueup.settings import Settings
 from trueup.source import SourceUnreachable
 from trueup.source.client import SourceClient
 from trueup.source.follower import FollowerHome, Membership
-from trueup.source.wire import Revision, WireError, check_share, parse
 
 if TYPE_CHECKING:
     from trueup.execute.executor import RunResult
     from trueup.model import Plan
     from trueup.session import Session
+    from trueup.source.wire import Revision
     from trueup.targets.follower import FollowerTarget
 
 
@@ -71,6 +71,20 @@ class FollowerSync:
         roots: dict[str, Any] = self.home.last()["roots"]
         return dict(roots.get(self.root_key, {}))
 
+    def unchanged(self) -> dict[str, Any] | None:
+        """What converged here (``known``), when the source still offers exactly that share.
+
+        Looked up here first, so a root that did not converge costs no request;
+        then one HEAD request: a timer's sync on an unchanged source gets its
+        304, and a changed source sends no body the full sync would fetch again.
+        """
+        tag = self.home.held_tag()
+        known = self.known()
+        if tag is None or known.get("outcome") != "converged" or known.get("etag") != tag:
+            return None
+        answer = self.client.request("HEAD", "/v1/revision", headers={"If-None-Match": tag})
+        return known if answer.status == 304 else None
+
     def fetch(self, recheck: bool = False) -> Fetched | None:
         """The share to plan, or ``None``: unchanged since it converged here.
 
@@ -105,6 +119,7 @@ class FollowerSync:
 
     def verify(self, body: dict[str, Any], base: Revision | None = None) -> Revision:
         from trueup.source.keys import verify_signature
+        from trueup.source.wire import WireError, check_share, parse
 
         try:
             key = base64.b64decode(body.get("key", ""))
