@@ -90,6 +90,42 @@ def test_a_store_behind_says_how_to_migrate(blank_url: str) -> None:
     Store.open(blank_url).close()
 
 
+def test_a_build_that_fails_leaves_the_store_as_it_was(blank_url: str) -> None:
+    """All migrations or none: a first run stopped half-way (here by a table in the way
+    of migration 0003) leaves no half-built store, which no later run could build on."""
+    db = Database(blank_url)
+    db.execute("CREATE TABLE org_states (in_the_way INTEGER)")
+    db.close()
+    with pytest.raises(Exception, match="org_states"):
+        schema.migrate(blank_url)
+    db = Database(blank_url)
+    try:
+        assert not db.table_exists("runs") and not db.table_exists("alembic_version")
+        db.execute("DROP TABLE org_states")
+    finally:
+        db.close()
+    assert schema.migrate(blank_url) == schema.HEAD
+    Store.open(blank_url).close()
+
+
+def test_first_runs_at_once_build_one_store(tmp_path: Path) -> None:
+    """Several trueup commands started together on a new machine: one builds the store,
+    the others wait for it and find it built."""
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    opening = "import sys\nfrom trueup.state.store import Store\nStore.open(sys.argv[1]).close()\n"
+    runs = [
+        subprocess.Popen([sys.executable, "-c", opening, url], stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    failures = [err for run in runs if (err := run.communicate(timeout=60)[1]) and run.returncode]
+    assert failures == []
+    db = Database(url)
+    try:
+        assert db.execute("SELECT version_num FROM alembic_version") == [(schema.HEAD,)]
+    finally:
+        db.close()
+
+
 def test_a_store_ahead_is_refused_untouched(store_url: str) -> None:
     db = Database(store_url)
     db.execute("UPDATE alembic_version SET version_num = '0099'")

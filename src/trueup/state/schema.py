@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from trueup.errors import UsageError
 from trueup.redact import redact_url
-from trueup.state.db import Database, sqlalchemy_url, sqlite_path
+from trueup.state.db import Database, busy_seconds, sqlalchemy_url
 
 HEAD = "0006"
 KNOWN = ("0001", "0002", "0003", "0004", "0005", "0006")
@@ -93,9 +91,10 @@ def migrate(url: str, revision: str = "head") -> str:
     if found is not None and found not in KNOWN and found != HEAD:  # nothing to upgrade to
         raise _newer(redact_url(url), found)
     engine = sqlalchemy.create_engine(sqlalchemy_url(url))
+    if engine.dialect.name == "sqlite":
+        _sqlite_in_one_transaction(engine)
     try:
-        with _sqlite_migration_lock(url):
-            _upgrade(engine, revision)
+        _upgrade(engine, revision)
     except sqlalchemy.exc.ProgrammingError as exc:  # the database's own refusal
         reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
         raise UsageError(
@@ -142,23 +141,26 @@ def _upgrade(engine: Any, revision: str) -> None:
         engine.dispose()
 
 
-@contextmanager
-def _sqlite_migration_lock(url: str) -> Iterator[None]:
-    """Serialise migrations of one SQLite file across processes.
+def _sqlite_in_one_transaction(engine: Any) -> None:
+    """Run a SQLite store's migrations in one transaction that holds the file's write lock.
 
-    PostgreSQL serialises them with an advisory lock inside the migration's
-    transaction; SQLite has no such thing, so a lock file beside the database.
+    Python's sqlite3 driver opens a transaction only before an INSERT, UPDATE
+    or DELETE: every CREATE and ALTER before the first one would commit on its
+    own, each with its disk flush, and a first run stopped there would leave a
+    half-built store that no later run could build on. With the driver's own
+    transaction handling off, SQLAlchemy's begin is a BEGIN IMMEDIATE (as
+    SQLAlchemy's documentation shows): all the migrations or none, and another
+    process migrating the same file waits for them, as PostgreSQL's advisory
+    lock makes it.
     """
-    path = sqlite_path(url)
-    if path is None:
-        yield
-        return
-    import fcntl
+    from sqlalchemy import event
 
-    from trueup.private import private_store_file
+    @event.listens_for(engine, "connect")
+    def _driver_transactions_off(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        # As long as any other use of the store waits for another process's lock.
+        dbapi_connection.execute(f"PRAGMA busy_timeout={int(busy_seconds() * 1000)}")
 
-    # 0600 like the store beside it (private.py), whatever the umask.
-    private_store_file(f"{path}.migrate-lock")
-    with open(f"{path}.migrate-lock", "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
+    @event.listens_for(engine, "begin")
+    def _begin_immediate(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
