@@ -57,6 +57,13 @@ root_option = click.option(
 overwrite_option = click.option(
     "--overwrite", multiple=True, help="Take the declared version of this drifted resource."
 )
+# What both plans (a profile's and an org's) accept the same way.
+out_option = click.option(
+    "-o", "--out", "out_file", type=PATH, help="Save the plan to apply it later exactly."
+)
+show_unchanged_option = click.option(
+    "--show-unchanged/--no-show-unchanged", default=False, help="List unchanged resources too."
+)
 # What every applying command (apply, org apply, sync, schedule) accepts the same way.
 yes_option = click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
 

@@ -17,12 +17,14 @@ from trueup.cli.common import (
     max_bytes_option,
     missing_root,
     no_input_option,
+    out_option,
     overwrite_option,
     queue_option,
     root_option,
     root_or_home,
     run_app,
     run_command,
+    show_unchanged_option,
     state_option,
     yes_option,
 )
@@ -101,11 +103,9 @@ def app(json_out: bool, actor: str | None) -> None:
 @app.command()
 @click.argument("file", help="Profile file (TOML, JSON or YAML).", type=PATH)
 @root_option
-@click.option("-o", "--out", "out_file", type=PATH, help="Save the plan to apply it later exactly.")
+@out_option
 @overwrite_option
-@click.option(
-    "--show-unchanged/--no-show-unchanged", default=False, help="List unchanged resources too."
-)
+@show_unchanged_option
 @state_option
 @max_bytes_option
 @json_option

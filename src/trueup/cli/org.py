@@ -18,9 +18,11 @@ from trueup.cli.common import (
     engine_for,
     json_option,
     no_input_option,
+    out_option,
     overwrite_option,
     queue_option,
     run_command,
+    show_unchanged_option,
     state_option,
     yes_option,
 )
@@ -61,11 +63,9 @@ def _plan_json(prepared: "OrgPrepared", plan: "Plan") -> dict[str, Any]:
 
 @org_app.command("plan")
 @click.argument("file", help="Org file (TOML, JSON or YAML).", type=PATH)
-@click.option("-o", "--out", "out_file", type=PATH, help="Save the plan to apply it later exactly.")
+@out_option
 @overwrite_option
-@click.option(
-    "--show-unchanged/--no-show-unchanged", default=False, help="List unchanged resources too."
-)
+@show_unchanged_option
 @insecure_http_option
 @state_option
 @json_option
