@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 import pytest
-from world import World
+from world import TRUEUP, World
 
 from trueup.cli.registry import LAZY_COMMANDS, load
 
@@ -62,3 +62,15 @@ def test_plan_imports_no_org_team_or_fake_server_code(world: World, profile: str
     elsewhere = ("trueup.org", "trueup.providers", "trueup.testing")
     assert not [m for m in modules if m.startswith(elsewhere)]
     assert not {row.target.partition(":")[0] for row in LAZY_COMMANDS.values()} & modules
+
+
+def test_shell_completion_offers_the_lazy_commands_and_their_subcommands(world: World) -> None:
+    def complete(words: str) -> list[str]:
+        env = {"_TRUEUP_COMPLETE": "bash_complete", "COMP_WORDS": words}
+        done = world.call([TRUEUP], {**env, "COMP_CWORD": str(len(words.split()) - 1)})
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    assert "plain,org" in complete("trueup or")
+    assert "plain,plan" in complete("trueup org pl")
+    assert "plain,--root" in complete("trueup sync --ro")
