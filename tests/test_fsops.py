@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trueup.fsops import create_temp, file_systems, rename_exclusive
+from trueup.fsops import create_temp, file_systems, parent_of, rename_exclusive
 
 
 @pytest.mark.parametrize("mode", [0o600, 0o644, 0o755, 0o666, 0o777])
@@ -64,3 +64,8 @@ def test_a_flush_reaches_every_file_system_a_tree_crosses(tmp_path: Path) -> Non
 
 def test_a_folder_gone_before_its_flush_is_skipped(tmp_path: Path) -> None:
     assert file_systems([str(tmp_path / "gone"), str(tmp_path)]) == [str(tmp_path)]
+
+
+@pytest.mark.parametrize("path", ["/a/b/c.txt", "/a", "/", "a/b", "a", "", "/a/.hidden", "/a b/ü"])
+def test_the_parent_of_a_normal_path_is_what_dirname_says(path: str) -> None:
+    assert parent_of(path) == os.path.dirname(path)

@@ -111,6 +111,16 @@ def witness(st: os.stat_result) -> tuple[int, int, int, int, int]:
 
 POSIX_PATHS = os.sep == "/" and os.altsep is None
 
+
+def parent_of(path: str) -> str:
+    """``os.path.dirname`` of a normal path (no "//", no trailing "/"), in one string
+    step where paths are POSIX: it runs a few times per file of a 10,000-file apply."""
+    if not POSIX_PATHS:
+        return os.path.dirname(path)
+    head, sep, _ = path.rpartition("/")
+    return head or sep
+
+
 #: The file-size limit unless a command is given another (``--max-file-bytes``).
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 

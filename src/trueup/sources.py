@@ -7,7 +7,6 @@ read, the others look up by that name.
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -15,14 +14,14 @@ from pathlib import Path
 from trueup.fsops import POSIX_PATHS
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def source_path(base_dir: Path | str, source: str) -> str:
     """Where a declared ``source`` is: absolute and normal (``ReadOnlyFS.follow`` need
     not spell it again).
 
     ``base_dir`` is absolute and normal (a profile's folder). A plain relative
     source (no ".", "..", "//" or trailing "/") is then normal once joined to
-    it, which saves normalising 10,000 paths.
+    it, which saves normalising 10,000 paths; and as that is a few string
+    tests, it is not memoised (a memo would hash the folder's Path each call).
     """
     base = os.fspath(base_dir)
     if (
@@ -62,6 +61,8 @@ class SourceBounds:
             )
         )
         self._real_folders: dict[str, str] = {}
+        # Per folder (as declared): whether its real folder is where sources may be.
+        self._folders_inside: dict[str, bool] = {}
 
     def real(self, path: str) -> str:
         """Where ``path`` (absolute) really is, every symlink on the way resolved."""
@@ -72,9 +73,25 @@ class SourceBounds:
     def holds(self, path: str) -> bool:
         """Whether ``path`` (absolute), symlinks resolved, is where sources may be."""
         try:
+            folder, _, name = path.rpartition("/")
+            if (
+                POSIX_PATHS
+                and name not in ("", ".", "..")
+                and self._holds_folder(folder or "/")
+                and not os.path.islink(path)
+            ):
+                # The common case in a few string steps: a file, not a link, in a
+                # folder already judged inside (one lstat, no realpath).
+                return True
             return self._inside(self.real(path))
         except ValueError:  # a NUL: no file is there, and whoever reads it says so
             return True
+
+    def _holds_folder(self, folder: str) -> bool:
+        inside = self._folders_inside.get(folder)
+        if inside is None:
+            inside = self._folders_inside[folder] = self._inside(self._real_folder(folder))
+        return inside
 
     def holds_link(self, where: str, link: str) -> bool:
         """Whether the symlink at ``where`` (in a source), reading ``link``, leads to

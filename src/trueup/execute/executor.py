@@ -47,7 +47,7 @@ from trueup.execute.remote_scheduler import Limits, RemoteScheduler, StepsInterr
 from trueup.execute.rollback import Capture, RollbackStore
 from trueup.execute.verification import verify_commands
 from trueup.fs import TargetAppeared, WritableFS
-from trueup.kinds.base import INTENT, ApplyContext, Touched
+from trueup.kinds.base import INTENT, ApplyContext, Kind, Touched
 from trueup.model import (
     Action,
     ActionType,
@@ -208,9 +208,10 @@ class Executor:
         try:
             self.store.add_actions(self.run.id, journaled, first_seq, plan.observed)
             reach("journal-pending")
-            seqs = list(range(first_seq, first_seq + len(journaled)))
-            pending = [(s, a) for s, a in zip(seqs, journaled, strict=True) if a.type.applies]
-            skipped = [(s, a) for s, a in zip(seqs, journaled, strict=True) if not a.type.applies]
+            pending: list[tuple[int, Action]] = []
+            skipped: list[tuple[int, Action]] = []
+            for item in enumerate(journaled, start=first_seq):
+                (pending if item[1].type.applies else skipped).append(item)
             with self.store.db.transaction():
                 self.store.set_action_status(
                     self.run.id, [(s, "skipped", None, None, a.summary) for s, a in skipped]
@@ -324,17 +325,18 @@ class Executor:
             yield batch
 
     def _batch(self, batch: Sequence[tuple[int, Action]]) -> None:
-        for _, action in batch:
-            self._unmoved(action)
+        # Each action's kind and resource, looked up once for the whole batch.
+        steps = [(seq, a, kinds.get(a.kind), self._resource(a)) for seq, a in batch]
+        for _, action, kind, resource in steps:
+            self._unmoved(action, kind, resource)
         captures = []
-        for seq, action in batch:
-            kind = kinds.get(action.kind)
+        for seq, action, kind, resource in steps:
             if not kind.restorable:
                 continue
             # A verify-only or handed-over action touches no path but replaces its
             # applied record: its capture keeps the record a restore puts back.
             touched = (
-                kind.touches(action, self._resource(action), self.read_ctx)
+                kind.touches(action, resource, self.read_ctx)
                 if action.changes_target
                 else Touched([])
             )
@@ -354,14 +356,14 @@ class Executor:
         self._in_flight += [(c.seq, f"{manifest}#{c.seq}") for c in captures]
         self._current = list(batch)
         reach("journal-running")
-        for seq, action in batch:
+        for seq, action, kind, resource in steps:
             if not action.changes_target:  # checked and recorded below
                 continue
-            learned = kinds.get(action.kind).apply(action, self._resource(action), self.ctx)
+            learned = kind.apply(action, resource, self.ctx)
             if learned is not None:
                 self._checkpoint(seq, action, learned)
             if action.frees is not None:  # the folders it empties, up to that place, go too
-                removed = self.ctx.path_str(self._resource(action).target)
+                removed = self.ctx.path_str(resource.target)
                 self.fs.prune(os.path.dirname(removed), self.ctx.path_str(action.frees))
         if manifest is not None:
             self.rollback.note_written(manifest, self.fs.outcomes())
@@ -369,17 +371,16 @@ class Executor:
         self._commit(captures, manifest)
         reach("mutated")
         done: list[tuple[int, Action, Evidence]] = []
-        for seq, action in batch:
+        for seq, action, kind, resource in steps:
             if action.handed_over is not None:  # nothing to see: the target is another id's
                 done.append((seq, action, Evidence("passed", "handed over", None)))
                 continue
-            evidence = kinds.get(action.kind).verify(action, self._resource(action), self.read_ctx)
+            evidence = kind.verify(action, resource, self.read_ctx)
             self._passed(seq, action, evidence)
             done.append((seq, action, evidence))
         # Then the declared commands of what passed, several at once.
         commands = verify_commands(
-            [self._resource(a) if _commanded(a) else None for _, a, _ in done],
-            self.ctx.root,
+            [resource if _commanded(a) else None for _, a, _, resource in steps], self.ctx.root
         )
         for i, checked in enumerate(commands):
             if checked is not None:
@@ -495,9 +496,8 @@ class Executor:
                 hint=appeared.hint,
             ) from appeared
 
-    def _unmoved(self, action: Action) -> None:
+    def _unmoved(self, action: Action, kind: Kind, resource: Resource) -> None:
         """Refuse to mutate a local resource that moved since it was observed."""
-        kind = kinds.get(action.kind)
         expected = self._observed.get(action.resource_id)
         if (
             not kind.restorable
@@ -508,7 +508,7 @@ class Executor:
             # An exclusive create needs no second look: its rename refuses
             # anything that appeared since (fs.TargetAppeared, see _commit).
             return
-        now = kind.observe(self._resource(action), self.read_ctx).identity()
+        now = kind.observe(resource, self.read_ctx).identity()
         if now != expected:
             raise ConflictError(
                 f"{action.resource_id!r} changed after the plan was computed; it was left as it is",

@@ -29,7 +29,7 @@ from trueup.fs import (
     WritableFS,
     sha256_bytes,
 )
-from trueup.fsops import sync_paths
+from trueup.fsops import parent_of, sync_paths
 from trueup.private import copy_mode, make_folders, write_file
 
 
@@ -79,12 +79,13 @@ class RollbackStore:
         manifest: dict[str, Any] = {}
         exists: dict[str, bool] = {}  # folder -> is it there; shared by the batch
         above: dict[str, list[str]] = {}
+        allowed = fs.allowed()
         for item in items:
             missing = self._missing_dirs(item.paths, exists, above, fs)
             snaps = [
                 # In a folder that is not there, nothing is: no need to look.
                 {"path": path, "state": "absent"}
-                if item.absent or exists.get(os.path.dirname(path)) is False
+                if item.absent or exists.get(parent_of(path)) is False
                 else self._snapshot(path, fs, blobs, written)
                 for path in item.paths
             ]
@@ -95,7 +96,7 @@ class RollbackStore:
             }
             # Folders outside the root its paths lie in (follow_links): a recovery in
             # another process reaches them from themselves down, as this run does.
-            used = [f for f in fs.allowed() if any(p.startswith(f + "/") for p in item.paths)]
+            used = [f for f in allowed if any(p.startswith(f + "/") for p in item.paths)]
             if used:  # absent from older manifests, and where none was used
                 manifest[str(item.seq)]["allowed"] = used
             if item.prunes:  # a pruned folder comes back with its own mode
@@ -149,7 +150,7 @@ class RollbackStore:
         shared by a batch, whose files go many to a folder.
         """
         if len(paths) == 1:
-            return self._missing_above(os.path.dirname(paths[0]), exists, above, fs)
+            return self._missing_above(parent_of(paths[0]), exists, above, fs)
         missing = {
             d
             for path in paths

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from trueup.anchor import ANCHORED, O_DIR, O_NOFOLLOW, Anchor, named
 from trueup.errors import ConflictError, UsageError
-from trueup.fsops import DEFAULT_MAX_FILE_BYTES, O_CLOEXEC
+from trueup.fsops import DEFAULT_MAX_FILE_BYTES, O_CLOEXEC, parent_of
 from trueup.statcache import StatCache, Witness, stat_key, witness_of
 
 TEMP_MARK = ".trueup-tmp-"
@@ -296,7 +296,7 @@ class ReadOnlyFS:
         """Observe one path without following a symlink; ``None`` when absent."""
         key = os.fspath(path)
         if st is None:
-            if self._missing_folders and os.path.dirname(key) in self._missing_folders:
+            if self._missing_folders and parent_of(key) in self._missing_folders:
                 return self._absent(key, blocked=False)
             try:
                 st = self.lstat_strict(key)

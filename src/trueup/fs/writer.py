@@ -38,6 +38,7 @@ from trueup.fsops import (
     POSIX_PATHS,
     SYNCFS_BATCH,
     create_temp,
+    parent_of,
     rename_exclusive,
     syncfs_all,
     syncfs_fd,
@@ -233,7 +234,7 @@ class WritableFS:
         this batch makes for it, under a temp name until commit (the files in it need no
         temp names of their own, nor a rename each); else, where a file this batch
         removes is in the way of its folder, in the nearest folder there is."""
-        parent = os.path.dirname(final)
+        parent = parent_of(final)
         self._dirs.add(parent)
         if parent in self._present:
             return _Place(parent)
@@ -294,8 +295,10 @@ class WritableFS:
         """Make the folders deferred staged files wait for, now that what was in their
         way is removed (they are renamed into them from where they wait)."""
         for staged in self._staged:
+            if staged.how != DEFERRED:
+                continue
             parent = os.path.dirname(staged.final)
-            if staged.how != DEFERRED or parent in self._present:
+            if parent in self._present:
                 continue
             missing = []
             current = parent
@@ -569,9 +572,7 @@ class WritableFS:
         inside = [s.temp for s in self._staged if s.is_file and s.how == IN_NEW_FOLDER]
         made = list(self._making.values())
         everything = files + inside
-        if len(everything) >= SYNCFS_BATCH and self._syncfs(
-            {os.path.dirname(p) for p in everything}
-        ):
+        if len(everything) >= SYNCFS_BATCH and self._syncfs({parent_of(p) for p in everything}):
             return
         for path in everything:
             self._fsync(path, _O_READ | O_NOFOLLOW)
