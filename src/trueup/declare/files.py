@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import stat
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +53,8 @@ def read_document(path: Path) -> dict[str, Any]:
             data = YAML(typ="safe", pure=True).load(raw)
             too_many = alias_bomb(data, len(raw))
         else:  # an editor's byte-order mark is no statement (tomllib refuses it)
+            import tomllib  # only for TOML: a cached profile is read without it
+
             data = tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not valid {tried}: {exc}") from None
