@@ -15,7 +15,7 @@ from trueup.errors import ConflictError, ExitCode, UsageError
 from trueup.execute.gates import acquire
 from trueup.model import Plan, Target
 from trueup.state import schema
-from trueup.state.db import PAGE_SIZE, Database, UniqueViolation
+from trueup.state.db import PAGE_SIZE, Database, StoreUnavailable, UniqueViolation
 from trueup.state.store import RunLocked, Store
 
 TRUEUP = str(Path(sys.executable).parent / "trueup")
@@ -124,6 +124,28 @@ def test_first_runs_at_once_build_one_store(tmp_path: Path) -> None:
         assert db.execute("SELECT version_num FROM alembic_version") == [(schema.HEAD,)]
     finally:
         db.close()
+
+
+def test_a_new_store_locked_past_the_wait_is_named_and_left_unbuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holding a new store's write lock longer than trueup waits
+    (TRUEUP_STATE_TIMEOUT): the store is named, with the next step, not a driver error."""
+    import sqlite3
+
+    path = tmp_path / "new.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    monkeypatch.setenv("TRUEUP_STATE_TIMEOUT", "0.2")
+    try:
+        with pytest.raises(StoreUnavailable, match="locked") as refused:
+            schema.migrate(f"sqlite:///{path}")
+        assert refused.value.exit_code == ExitCode.TRANSPORT
+        assert "TRUEUP_STATE_TIMEOUT" in refused.value.message
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert schema.migrate(f"sqlite:///{path}") == schema.HEAD
 
 
 def test_a_store_ahead_is_refused_untouched(store_url: str) -> None:

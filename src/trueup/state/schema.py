@@ -17,7 +17,7 @@ from typing import Any
 
 from trueup.errors import UsageError
 from trueup.redact import redact_url
-from trueup.state.db import Database, busy_seconds, sqlalchemy_url
+from trueup.state.db import Database, busy_seconds, sqlalchemy_url, sqlite_trouble
 
 HEAD = "0006"
 KNOWN = ("0001", "0002", "0003", "0004", "0005", "0006")
@@ -102,6 +102,11 @@ def migrate(url: str, revision: str = "head") -> str:
             hint="the schema must exist and the role must be allowed to create in it "
             "(see docs/teams.md); nothing was changed",
         ) from None
+    except sqlalchemy.exc.OperationalError as exc:  # locked past the wait, full, read-only
+        trouble = sqlite_trouble(exc.orig, redact_url(url)) if exc.orig is not None else None
+        if trouble is None:
+            raise
+        raise trouble from None
     return revision if revision != "head" else HEAD
 
 
