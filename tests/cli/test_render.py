@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import io
 
-import pytest
 from rich.console import Console
 
-from trueup.cli.output import Output
-from trueup.cli.render import MAX_DIFF_LINES, MAX_ROWS, print_converged, render_plan
+from trueup.cli.render import MAX_DIFF_LINES, MAX_ROWS, render_plan
 from trueup.model import Action, ActionType, Plan, Target
 
 
@@ -74,20 +72,3 @@ def test_control_characters_from_files_and_names_are_shown_not_sent() -> None:
     assert "\x1b" not in output
     assert "create t\\x1b]0;title" in output and "P\\x1b[2J" in output
     assert "+hi\\x1b[2J" in output and "end\\r\n" in output, "newlines stay, CR is spelt out"
-
-
-def converged_plan() -> Plan:
-    actions = tuple(Action(f"f{i}", "file", ActionType.NO_OP, "up to date") for i in range(3))
-    return Plan(Target("profile", "p", "P", "/root"), "/p.toml", "d" * 64, {}, actions)
-
-
-def test_a_converged_plan_reads_the_same_without_rich(capsys: pytest.CaptureFixture[str]) -> None:
-    plan = converged_plan()
-    assert print_converged(Output("plan"), plan)
-    assert capsys.readouterr().out == render(plan, lines_per_diff=0)
-    assert "converged: nothing to change (3 up to date)" in render(plan, lines_per_diff=0)
-
-
-def test_only_a_converged_plan_is_printed_without_rich(capsys: pytest.CaptureFixture[str]) -> None:
-    assert not print_converged(Output("plan"), big_plan(1))
-    assert capsys.readouterr().out == ""

@@ -123,7 +123,9 @@ def plan(
     out = Output("plan", json_out)
 
     def body() -> int:
-        from trueup.cli.render import plan_json, print_converged, render_plan
+        from rich.markup import escape
+
+        from trueup.cli.render import plan_json, render_plan
         from trueup.cli.status import status_message
         from trueup.execute.gates import locked_error
         from trueup.model import outcome_of, plan_status
@@ -148,14 +150,10 @@ def plan(
             if blocked is not None:
                 message = f"{blocked.message}; {message}"
             out.envelope(word, code, message, data)
-        elif show_unchanged or not print_converged(out, the_plan):
+        else:
             render_plan(
                 out.console, the_plan, lambda a: engine.preview(prepared, a), show_unchanged
             )
-        noted = blocked is not None or engine.store.read_only or out_file is not None
-        if noted and not json_out:
-            from rich.markup import escape
-
             if blocked is not None:  # a plan is no run, but it cannot be applied yet
                 why = f"{blocked.message}; {blocked.hint or ''}"
                 out.print(f"[yellow]note:[/] {escape(why)}")

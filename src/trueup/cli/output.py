@@ -23,8 +23,6 @@ T = TypeVar("T")
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from trueup.cli.plain import Part
-
 ENVELOPE_SCHEMA = "trueup.cli/1"
 #: What a shell reports for a writer killed by SIGPIPE (128 + 13): the
 #: conventional end of ``trueup plan | head``, and not 1, which means a bug.
@@ -144,14 +142,6 @@ class Output:
     def print(self, *parts: Any) -> None:
         if not self.json_mode:
             self.console.print(*(_scrub(p) for p in parts))
-
-    def line(self, *parts: Part) -> None:
-        """One line of (text, style) parts without loading rich (cli/plain.py says why)."""
-        if not self.json_mode:
-            from trueup.cli.plain import styled_line
-
-            scrubbed = [(_scrub(text), style) for text, style in parts]
-            sys.stdout.write(styled_line(scrubbed, sys.stdout) + "\n")
 
     def confirm(self, question: str) -> bool:
         """Ask yes/no on stderr: stdout carries only the plan, or the JSON envelope."""

@@ -6,8 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trueup.cli.output import Output, visible
-from trueup.cli.plain import Part
+from trueup.cli.output import visible
 from trueup.model import Action, ActionType, Outcome, Plan
 from trueup.redact import redact
 
@@ -152,34 +151,6 @@ def plan_summary(plan: Plan) -> str:
     return ", ".join(parts) or "nothing declared"
 
 
-def plan_header(plan: Plan) -> list[Part]:
-    """The first line of a plan for people: what it is for, and its identity."""
-    where = f" for {visible(plan.target.name)} ({plan.target.kind} {plan.target.id}) on "
-    return [
-        ("Plan", "bold"),
-        (f"{where}{visible(plan.target.location)}  ", ""),
-        (plan.digest[:16], "dim"),
-    ]
-
-
-def converged_line(plan: Plan) -> list[Part]:
-    return [("converged", "green"), (f": nothing to change ({len(plan.actions)} up to date)", "")]
-
-
-def print_converged(out: Output, plan: Plan) -> bool:
-    """A converged plan, printed without loading rich (cli/plain.py); False for any other.
-
-    It is the answer people get most, and nothing in it needs more than bold,
-    dim and a colour: the same lines ``render_plan`` prints for it.
-    """
-    if not all(a.type is ActionType.NO_OP for a in plan.actions):
-        return False
-    out.line(*plan_header(plan))
-    out.line()
-    out.line(*converged_line(plan))
-    return True
-
-
 def render_plan(
     console: Console,
     plan: Plan,
@@ -189,9 +160,12 @@ def render_plan(
 ) -> None:
     """A plan for people; ``confirmed``: the name was typed (--confirm), so no hint to type it."""
     from rich.markup import escape
-    from rich.text import Text
 
-    console.print(Text.assemble(*plan_header(plan)))
+    console.print(
+        f"[bold]Plan[/] for {escape(visible(plan.target.name))} ({escape(plan.target.kind)} "
+        f"{escape(plan.target.id)}) on {escape(visible(plan.target.location))}  "
+        f"[dim]{plan.digest[:16]}[/]"
+    )
     shown = [a for a in plan.actions if show_noop or a.type is not ActionType.NO_OP]
     rows = [action_row(a, a.type.value, _STYLE[a.type]) for a in shown[:MAX_ROWS]]
     print_columns(console, ("resource", "kind", "action", "what"), rows)
@@ -202,8 +176,7 @@ def render_plan(
     if preview is not None:
         render_diffs(console, [*plan.changes, *overwritable], preview)
     if all(a.type is ActionType.NO_OP for a in plan.actions):
-        console.print()
-        console.print(Text.assemble(*converged_line(plan)))
+        console.print(f"\n[green]converged[/]: nothing to change ({len(plan.actions)} up to date)")
     else:
         console.print(f"\n{plan_summary(plan)}")
     dropped = [a for a in drift if a.payload.get("dropped")]
