@@ -293,29 +293,6 @@ def test_a_new_sqlite_store_is_built_by_alembic_with_the_stores_settings(
     assert not list(schema.MIGRATIONS.glob("*.sql")), "the migrations are the only schema"
 
 
-def test_building_a_store_leaves_alembic_out_of_the_collectors_walks(tmp_path: Path) -> None:
-    """A machine's first run imports Alembic once; the collector never walks it again.
-
-    In a process of its own: this one may have imported Alembic already.
-    """
-    check = (
-        "import gc, sys\n"
-        "from trueup.state.store import Store\n"
-        "Store.open(sys.argv[1]).close()\n"
-        "import sqlalchemy\n"
-        "walked = any(o is sqlalchemy.Table for o in gc.get_objects())\n"
-        "print(gc.isenabled(), walked)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", check, f"sqlite:///{tmp_path / 'new.db'}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "False"]  # collecting again, SQLAlchemy frozen
-
-
 def test_the_run_this_process_holds_is_what_a_lost_store_names(store: Store) -> None:
     """Held from its start (or take-over) until it is over; interrupted, it still needs recover."""
     run = store.start_run(WS, "e" * 64, None, "user:alice")

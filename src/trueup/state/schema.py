@@ -10,8 +10,6 @@ the first run against a store (bench/README.md has what that costs).
 
 from __future__ import annotations
 
-import gc
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,31 +54,8 @@ def _newer(where: str, revision: str) -> UsageError:
     )
 
 
-def _load_alembic() -> None:
-    """Import Alembic (and SQLAlchemy) with the cyclic collector paused, then freeze them.
-
-    Their modules, classes and functions live as long as the process. Left to
-    the collector, their import sets off a hundred collections that walk them
-    again and again, and every later full collection of the command walks them
-    once more (bench/README.md has what that cost). Frozen, the collector
-    never walks them again; nothing is ever thawed, since none of it becomes
-    garbage.
-    """
-    if "alembic.command" in sys.modules:
-        return
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        from alembic import command, config  # noqa: F401  (what the migrations are run by)
-    finally:
-        gc.freeze()
-        if collecting:
-            gc.enable()
-
-
 def migrate(url: str, revision: str = "head") -> str:
     """Upgrade the store to ``revision`` with Alembic; returns the new revision."""
-    _load_alembic()
     import sqlalchemy
 
     db = Database(url)
@@ -118,7 +93,6 @@ def migration_sql(dialect: str, start: str | None = None, revision: str = "head"
     """
     import io
 
-    _load_alembic()
     from alembic import command
     from alembic.config import Config
 
