@@ -380,6 +380,8 @@ class TreeKind(Kind):
         source = resource.spec.get("source", "")
         desired: Tree = resource.spec.get("files", {})
         join, fs = os.path.join, ctx.writer
+        # Each relative path joined by one concatenation, as os.path.join would spell it.
+        into, source_dir = join(base, ""), join(source, "")
         replaced = set(action.payload.get("update", ()))
         # Removals first: a file going where a removed folder was, or into a folder
         # where a removed file was, is staged to wait for them (WritableFS._place).
@@ -388,10 +390,9 @@ class TreeKind(Kind):
         for rel in action.payload.get("write", []):
             entry = desired[rel]
             if entry[0] == "link":
-                fs.symlink(join(base, rel), entry[1], rel not in replaced)
+                fs.symlink(into + rel, entry[1], rel not in replaced)
                 continue
-            exclusive = rel not in replaced
-            fs.copy(join(base, rel), join(source, rel), entry[1], entry[2], None, exclusive)
+            fs.copy(into + rel, source_dir + rel, entry[1], entry[2], None, rel not in replaced)
 
     def verify(self, action: Action, resource: Resource, ctx: ObserveContext) -> Evidence:
         base = ctx.path(resource.target)
