@@ -135,8 +135,9 @@ class ReadOnlyFS:
             return anchor.parent(path)
         return None, path
 
-    def lstat_strict(self, path: str) -> os.stat_result:
-        folder, name = self.at(path)
+    def lstat_strict(self, path: str, at: tuple[int | None, str] | None = None) -> os.stat_result:
+        """``os.lstat`` of ``path``, reached as ``at`` says (already looked up) or afresh."""
+        folder, name = self.at(path) if at is None else at
         try:
             return os.lstat(name, dir_fd=folder)
         except OSError as exc:
@@ -195,12 +196,14 @@ class ReadOnlyFS:
         # A link is read through (a config file kept elsewhere by a dotfiles tool).
         return self._read(key, st.st_size, follow=stat.S_ISLNK(st.st_mode))
 
-    def _read(self, key: str, size: int, follow: bool = False) -> bytes:
+    def _read(
+        self, key: str, size: int, follow: bool = False, at: tuple[int | None, str] | None = None
+    ) -> bytes:
         # Plain os calls: open() costs a buffered file object per file
         # (bench/README.md). Ask for the size stat gave (+1 to
         # notice growth), not the limit, which would allocate 16 MiB a file.
         self.check_size(key, size)
-        folder, name = self.at(key)
+        folder, name = self.at(key) if at is None else at
         # O_NONBLOCK: a file swapped for a pipe since its lstat reads empty, not forever;
         # O_NOFOLLOW: nor is one swapped for a link read through.
         flags = _O_READ if follow else _O_READ | O_NOFOLLOW
@@ -234,24 +237,31 @@ class ReadOnlyFS:
                 "(a source, or a target it compares), or leave this one out of the profile",
             )
 
-    def digest_file(self, path: Path | str, st: os.stat_result | None = None) -> str:
+    def digest_file(
+        self,
+        path: Path | str,
+        st: os.stat_result | None = None,
+        at: tuple[int | None, str] | None = None,
+    ) -> str:
         """The sha256 of a regular file, from the stat cache when it is safe to.
 
-        Run once per file of every tree, so the stat key, the witness and the
-        clock are each taken once here rather than in helpers.
+        ``at``: the folder descriptor and name to read it by, when the caller
+        holds them (a walk). Run once per file of every tree, so the stat key,
+        the witness and the clock are each taken once here rather than in helpers.
         """
         key = os.fspath(path)
         if st is None:
             st = self.lstat_strict(key)
-        skey = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+        size = st.st_size
+        skey = (size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
         if self.witness is not None:
             self.witness[key] = (st.st_mode, *skey)
-        self.check_size(key, st.st_size)  # a known digest does not lift the limit
+        self.check_size(key, size)  # a known digest does not lift the limit
         cache = self.cache
         cached = cache.known(key, skey)
         if cached is not None:
             return cached
-        data = self._read(key, st.st_size)
+        data = self._read(key, size, at=at)
         digest = hashlib.sha256(data).hexdigest()
         cache.learn(key, skey, digest, data, time.time_ns())
         return digest
@@ -265,13 +275,14 @@ class ReadOnlyFS:
         way the written target is hashed once more when it is verified.
         """
         key = os.fspath(path)
-        st = self.lstat_strict(key)
+        at = self.at(key)
+        st = self.lstat_strict(key, at)
         self._seen(key, st)
         skey = stat_key(st)
         hit = self.cache.contents.get(key)
         if hit is not None and hit[0] == skey and hit[1] == digest:
             return hit[2]
-        data = self._read(key, st.st_size, follow=stat.S_ISLNK(st.st_mode))
+        data = self._read(key, st.st_size, stat.S_ISLNK(st.st_mode), at)
         if self.cache.known(key, skey) != digest and sha256_bytes(data) != digest:
             raise source_changed(key)
         return data
@@ -335,9 +346,10 @@ class ReadOnlyFS:
             pass
         self._present_folders.add(folder)
 
-    def _folders(self, root: str) -> Iterator[tuple[str, str, list[os.DirEntry[str]]]]:
-        """Every folder from ``root`` down, depth first: its path, its path relative to
-        ``root`` (``a/b/``) and its entries, temp files left out.
+    def _folders(self, root: str) -> Iterator[tuple[int, str, str, list[os.DirEntry[str]]]]:
+        """Every folder from ``root`` down, depth first: its descriptor (open until the
+        next folder is asked for), its path, its path relative to ``root`` (``a/b/``)
+        and its entries, temp files left out.
 
         Each folder is opened from its parent's descriptor without following a
         link, and only the folders on the way down are held open, so a tree
@@ -358,7 +370,7 @@ class ReadOnlyFS:
             while True:
                 with os.scandir(fd) as scan:
                     entries = [e for e in scan if TEMP_MARK not in e.name]
-                yield path, rel, entries
+                yield fd, path, rel, entries
                 subdirs = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
                 stack.append((fd, path, rel, iter(subdirs)))
                 fd = -1
@@ -409,7 +421,7 @@ class ReadOnlyFS:
         base = os.fspath(root)
         self.lstat(base)  # a folder's stat changes when entries come or go: a witness
         try:
-            for path, rel, entries in self._folders(base):
+            for _, path, rel, entries in self._folders(base):
                 if path != base:
                     self.lstat(path)
                 for item in entries:
@@ -430,23 +442,28 @@ class ReadOnlyFS:
         found: dict[str, Entry] = {}
         base = os.fspath(root)
         self.lstat(base)  # a folder's stat changes when entries come or go: a witness
-        for path, rel, entries in self._folders(base):
+        for fd, path, rel, entries in self._folders(base):
             for item in entries:
-                if not item.name.isascii():
-                    _recordable(f"{path}/{item.name}")
+                name = item.name
+                child = f"{path}/{name}"
+                if not name.isascii():
+                    _recordable(child)
                 st = item.stat(follow_symlinks=False)
-                child = f"{path}/{item.name}"
-                if big and stat.S_ISREG(st.st_mode) and st.st_size > self.max_file_bytes:
+                mode = st.st_mode
+                if not stat.S_ISREG(mode):
+                    node = self.entry(child, st)
+                    if node is not None:
+                        found[rel + name] = node
+                elif big and st.st_size > self.max_file_bytes:
                     self._seen(child, st)
-                    found[rel + item.name] = Entry(
+                    found[rel + name] = Entry(
                         "file",
                         f"{OVERSIZED_DIGEST}{st.st_size}:{st.st_mtime_ns}",
-                        is_executable(st.st_mode),
+                        is_executable(mode),
                     )
-                    continue
-                node = self.entry(child, st)
-                if node is not None:
-                    found[rel + item.name] = node
+                else:  # read by the folder's own descriptor, opened on the way down
+                    digest = self.digest_file(child, st, (fd, name))
+                    found[rel + name] = Entry("file", digest, is_executable(mode))
         return found
 
 
