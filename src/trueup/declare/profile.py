@@ -260,7 +260,8 @@ def _resolve(
             depends_on=tuple(entry["depends_on"]),
             verify=entry["verify"],
         )
-        _check_method(kind, resource)
+        if resource.verify is not None:
+            _check_method(kind, resource)
         kind.check(resource)
         bounds.check_links(declared, kind.source_links(resource.spec))
     except UsageError as exc:
@@ -274,7 +275,7 @@ def _resolve(
 
 def _check_method(kind: Kind, resource: Resource) -> None:
     """A verification method must fit the kind (and ``symlink``, a declared link)."""
-    method = (resource.verify or {}).get("method")
+    method = resource.verify.get("method") if resource.verify is not None else None
     if method is None:
         return
     if method not in kind.verify_methods:

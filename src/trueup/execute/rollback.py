@@ -17,9 +17,8 @@ import socket
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from trueup.canonical import storage_json
 from trueup.errors import ApplyFailedError, UsageError
@@ -33,9 +32,12 @@ from trueup.fsops import parent_of, sync_paths
 from trueup.private import copy_mode, make_folders, write_file
 
 
-@dataclass(frozen=True, slots=True)
-class Capture:
-    """What to keep for one journaled action before it mutates."""
+class Capture(NamedTuple):
+    """What to keep for one journaled action before it mutates.
+
+    A tuple, not a frozen dataclass: one is made per action of a run, and a
+    frozen dataclass sets each field through ``object.__setattr__``.
+    """
 
     seq: int
     paths: Sequence[str]

@@ -175,8 +175,11 @@ class FileKind(Kind):
     def resolve(
         self, fields: dict[str, Any], policy: str, base_dir: Path, fs: ReadOnlyFS
     ) -> dict[str, Any]:
-        secret = bool(fields.pop("secret", False)) or is_reference(fields.get("content"))
-        if is_reference(fields.get("content")):
+        # Validated content is text, a reference table or absent: only a table is looked into.
+        content = fields.get("content")
+        reference = isinstance(content, dict) and is_reference(content)
+        secret = bool(fields.pop("secret", False)) or reference
+        if reference:
             try:
                 fields["content"] = resolve_reference(fields["content"])
             except UsageError as exc:

@@ -335,7 +335,7 @@ def _action(
         type=decision.type,
         summary=decision.summary,
         payload=payload,
-        before=tuple(sorted(before)),
+        before=tuple(sorted(before)) if before else (),
         destroys=decision.destroys,
         migrates=decision.migrates,
         handed_over=decision.handed_over,
