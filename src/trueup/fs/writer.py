@@ -27,7 +27,6 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from trueup.anchor import O_DIR, O_NOFOLLOW, OutsideRoot, named
 from trueup.crashpoints import reach
@@ -75,11 +74,9 @@ DEFERRED = "deferred"
 IN_NEW_FOLDER = "in-new-folder"
 
 
-class _Place(NamedTuple):
-    """Where a staged file or link is made: ``folder``, and ``how`` (``_Staged.how``)."""
-
-    folder: str
-    how: str = ""
+#: Where a staged file or link is made: its folder, and how (``_Staged.how``). A
+#: plain tuple: a named one costs a Python call to make, once per file.
+_Place = tuple[str, str]
 
 
 class TargetAppeared(ConflictError):
@@ -237,20 +234,20 @@ class WritableFS:
         parent = parent_of(final)
         self._dirs.add(parent)
         if parent in self._present:
-            return _Place(parent)
+            return parent, ""
         making = self._making.get(parent)
         if making is not None:
-            return _Place(making, IN_NEW_FOLDER)
+            return making, IN_NEW_FOLDER
         if self._leads_to_folder(parent):
             self._present.add(parent)
-            return _Place(parent)
+            return parent, ""
         missing = []
         current = parent
         while making is None and not self._leads_to_folder(current):
             if self._exists(current):
                 if current in self._removals:
                     # A file becoming a folder (a restructured tree): it goes first, at commit.
-                    return _Place(os.path.dirname(current), DEFERRED)
+                    return os.path.dirname(current), DEFERRED
                 # Planned as a folder to create; something else took the place since.
                 raise ConflictError(
                     f"{current}: something that is not a folder is where trueup must create "
@@ -269,7 +266,7 @@ class WritableFS:
             self._mkdir(inside)
             self._making[folder] = inside
             self._own(inside, os.path.dirname(inside))
-        return _Place(self._making[parent], IN_NEW_FOLDER)
+        return self._making[parent], IN_NEW_FOLDER
 
     def _new_folder(self, final: str) -> str:
         """Make the folder ``final`` under a temp name beside it; renamed in at commit."""
@@ -366,9 +363,10 @@ class WritableFS:
         exclusive: bool,
     ) -> None:
         place = self._place(final)
+        folder, how = place
         # Nothing to look at where the plan saw nothing (the exclusive rename refuses
         # whatever came since), or in a folder this batch makes.
-        fresh = exclusive or bool(place.how)
+        fresh = exclusive or bool(how)
         current = None if fresh else self.view.lstat(final)
         if mode is None:
             # Keep the read/write bits a regular file already has; anything else
@@ -381,37 +379,37 @@ class WritableFS:
         temp = self._staged_name(final, place)
         # Staged before it exists: a signal is handled between any two steps, and
         # one right after the file is created must still leave discard() its name.
-        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive, place.how))
-        owner = self._owner(final, current, place.folder)
-        folder, name = self.view.at(temp)
+        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive, how))
+        owner = self._owner(final, current, folder)
+        at, name = self.view.at(temp)
         try:  # not _naming: this runs once per file
-            create_temp(name, data, mode, owner, dir_fd=folder)
+            create_temp(name, data, mode, owner, dir_fd=at)
         except OSError as exc:
             raise named(exc, temp) from None
         reach("temp-created")
         self._outcomes[final] = "file:" + digest
 
     def _staged_name(self, final: str, place: _Place) -> str:
-        if place.how == IN_NEW_FOLDER:  # its own name: the folder is the temp
-            return place.folder + os.sep + os.path.basename(final)
-        return self.temp_path(final, place.folder if place.how else None)
+        folder, how = place
+        if how == IN_NEW_FOLDER:  # its own name: the folder is the temp
+            return folder + os.sep + os.path.basename(final)
+        return self.temp_path(final, folder if how else None)
 
     def symlink(self, path: Path | str, link: str, exclusive: bool = False) -> None:
         """Stage a symlink at ``path``; ``exclusive`` as for ``write``."""
         final = os.fspath(path)
         place = self._place(final)
-        current = None if place.how else self.view.lstat(final)
+        folder, how = place
+        current = None if how else self.view.lstat(final)
         temp = self._staged_name(final, place)
         # Staged before it exists, as in write.
-        self._staged.append(
-            _Staged(temp, final, _is_dir(current), exclusive, place.how, is_file=False)
-        )
-        folder, name = self.view.at(temp)
+        self._staged.append(_Staged(temp, final, _is_dir(current), exclusive, how, is_file=False))
+        at, name = self.view.at(temp)
         with _naming(temp):
-            os.symlink(link, name, dir_fd=folder)
-        owner = self._owner(final, current, place.folder)
+            os.symlink(link, name, dir_fd=at)
+        owner = self._owner(final, current, folder)
         if owner is not None:
-            os.chown(name, *owner, dir_fd=folder, follow_symlinks=False)
+            os.chown(name, *owner, dir_fd=at, follow_symlinks=False)
         self._outcomes[final] = "link:" + link
 
     def remove(self, path: Path | str, prune_up_to: Path | str | None = None) -> None:
