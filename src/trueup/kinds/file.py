@@ -158,6 +158,12 @@ class Markers:
 #: A folder where a file is declared is listed up to this many entries (see observe).
 _LISTED = 64
 
+# The decisions most files get, made once: a Decision is immutable, and a frozen
+# dataclass costs a call of ``object.__setattr__`` per field to make.
+_UP_TO_DATE = Decision(ActionType.NO_OP, "up to date")
+_CREATE_FILE = Decision(ActionType.WRITE_FILE, "create file", exclusive=True)
+_CREATE_LINK = Decision(ActionType.WRITE_FILE, "create symlink", exclusive=True)
+
 
 class FileKind(Kind):
     name = "file"
@@ -260,11 +266,11 @@ class FileKind(Kind):
         if resource.policy == "append-local":
             return self._plan_append_local(resource, observed, applied, force)
         if self._matches(resource, observed):
-            return Decision(ActionType.NO_OP, "up to date")
+            return _UP_TO_DATE
         if observed.state in ("directory", "special", "blocked"):
             return _conflict(obstacle(observed), resource, observed, applied, BY_HAND)
         if observed.state == "absent":
-            return Decision(ActionType.WRITE_FILE, f"create {_shape(resource)}", exclusive=True)
+            return _CREATE_LINK if resource.spec.get("link") is not None else _CREATE_FILE
         if applied is None and resource.policy == "replace":
             if _only_mode_differs(resource, observed):
                 # Their bytes are the declared ones: taking the file over loses nothing.
