@@ -3,6 +3,7 @@ only to word the first error: always with the same result and the same errors.""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -146,3 +147,55 @@ def test_one_bad_resource_among_thousands_is_named(bad: dict[str, Any], named: s
     with pytest.raises(UsageError) as refused:
         profile._validate({"profile": {"id": "p", "name": "P"}, "resource": raws}, "p.toml")
     assert f"p.toml: resource 'f1234': {named}" in refused.value.message
+
+
+def test_a_profile_orjson_cannot_write_is_not_remembered_and_loads_the_same(
+    tmp_path: Any,
+) -> None:
+    """The validated-profile cache is orjson's bytes read back by orjson, which would
+    read an integer beyond 64 bits as a float: such a profile is validated each time."""
+    import json
+    from pathlib import Path
+
+    from trueup.fs import ReadOnlyFS
+
+    big = 2**70
+    path = Path(tmp_path) / "p.json"
+    path.write_text(
+        json.dumps(
+            {
+                "profile": {"id": "p", "name": "P"},
+                "resource": [
+                    {"id": "cfg", "kind": "config", "target": "c.json", "keys": {"n": big}},
+                    {"id": "f", "kind": "file", "target": "f.txt", "content": "x"},
+                ],
+            }
+        )
+    )
+    os.utime(path, (1, 1))  # not racy: a cache would be trusted
+    cache = Path(tmp_path) / "cache"
+    first = profile.load_profile(path, ReadOnlyFS(), cache)
+    assert not cache.exists() or not any(cache.iterdir())
+    again = profile.load_profile(path, ReadOnlyFS(), cache)
+    assert again.digest == first.digest
+    assert again.resources == first.resources
+    assert first.resources[0].spec["keys"]["n"] == big
+
+
+def test_a_remembered_profile_loads_as_validated(tmp_path: Any) -> None:
+    import json
+    from pathlib import Path
+
+    from trueup.fs import ReadOnlyFS
+
+    path = Path(tmp_path) / "p.json"
+    path.write_text(json.dumps({"profile": {"id": "p", "name": "P"}, "resource": MIXED[:1]}))
+    os.utime(path, (1, 1))  # not racy: the cache is trusted
+    cache = Path(tmp_path) / "cache"
+    first = profile.load_profile(path, ReadOnlyFS(), cache)
+    assert len(list(cache.iterdir())) == 1
+    read = profile._read_cache(next(cache.iterdir()), os.stat(path))
+    assert read is not None
+    assert read["resources"] == profile._validate(json.loads(path.read_text()), "p")["resources"]
+    again = profile.load_profile(path, ReadOnlyFS(), cache)
+    assert (again.digest, again.resources) == (first.digest, first.resources)
