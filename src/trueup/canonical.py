@@ -41,6 +41,26 @@ _ENCODER = json.JSONEncoder(
 _SORTED = orjson.OPT_SORT_KEYS
 
 
+#: The types whose orjson spelling is ``_ENCODER``'s, byte for byte (tests/test_canonical.py).
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` holds only dicts, lists, tuples, text, integers, booleans and
+    ``None`` (exactly those types): orjson then writes the canonical bytes.
+
+    A float is not plain: orjson spells some (``1e-05``) differently, and writes
+    NaN as ``null``. What orjson refuses of the rest (a key that is not text, an
+    integer beyond 64 bits, a lone surrogate) goes to ``_ENCODER`` too.
+    """
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if kind is dict:
+        return all(map(_plain, value.values()))
+    return (kind is list or kind is tuple) and all(map(_plain, value))
+
+
 def canonical_json(value: Any) -> bytes:
     """Encode ``value`` as canonical JSON bytes; NaN and infinities are refused.
 
@@ -48,7 +68,15 @@ def canonical_json(value: Any) -> bytes:
     read as such) has no UTF-8 spelling: it is encoded as its three bytes all
     the same ("surrogatepass"), so a file holding one still has an identity.
     Text without one encodes exactly as before.
+
+    Plain values (``_plain``), a plan's and a profile's among them, are written
+    by orjson, several times faster than the ``json`` encoder, in the same bytes.
     """
+    if _plain(value):
+        try:
+            return orjson.dumps(value, option=_SORTED)
+        except TypeError:  # orjson.JSONEncodeError: see _plain
+            pass
     try:
         return _ENCODER.encode(value).encode("utf-8", "surrogatepass")
     except ValueError as exc:
