@@ -96,8 +96,12 @@ class Anchor:
                 return other
         return None
 
-    def parent(self, path: str) -> tuple[int, str]:
-        """The descriptor of the folder holding ``path``, and its last name."""
+    def at(self, path: str) -> tuple[int, str] | None:
+        """The descriptor of the folder holding ``path`` and its last name, when ``path``
+        is below the root or a folder ``allow``ed (``covers``); else ``None``. One call:
+        every read and write below the root asks it."""
+        if not path.startswith(self._prefix) and (not self._others or self._other(path) is None):
+            return None
         folder, _, name = path.rpartition("/")
         return self.folder(folder), name
 

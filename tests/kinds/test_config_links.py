@@ -128,8 +128,11 @@ def test_an_allowed_folder_is_reached_from_itself_down(tmp_path: Path) -> None:
     reach.allow(str(allowed))
     assert reach.covers(f"{allowed}/claude/settings.json")
     assert not reach.covers(f"{outside}/x")
-    fd, name = reach.parent(f"{allowed}/claude/settings.json")
+    found = reach.at(f"{allowed}/claude/settings.json")
+    assert found is not None
+    fd, name = found
     assert name == "settings.json" and os.path.samestat(os.fstat(fd), os.stat(allowed / "claude"))
     with pytest.raises(OutsideRoot):
-        reach.parent(f"{allowed}/swapped/settings.json")
+        reach.at(f"{allowed}/swapped/settings.json")
+    assert reach.at(f"{outside}/x") is None
     reach.close()

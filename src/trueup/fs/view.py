@@ -130,9 +130,10 @@ class ReadOnlyFS:
     def at(self, path: str) -> tuple[int | None, str]:
         """``path`` as a folder descriptor and a name when it is below the root, else as
         it is (a source, the profile); raises as ``lstat`` of a missing parent would."""
-        anchor = self.anchor
-        if anchor is not None and anchor.covers(path):
-            return anchor.parent(path)
+        if self.anchor is not None:
+            found = self.anchor.at(path)
+            if found is not None:
+                return found
         return None, path
 
     def lstat_strict(self, path: str, at: tuple[int | None, str] | None = None) -> os.stat_result:
@@ -277,8 +278,9 @@ class ReadOnlyFS:
         key = os.fspath(path)
         at = self.at(key)
         st = self.lstat_strict(key, at)
-        self._seen(key, st)
-        skey = stat_key(st)
+        if self.witness is not None:
+            self.witness[key] = witness_of(st)
+        skey = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
         hit = self.cache.contents.get(key)
         if hit is not None and hit[0] == skey and hit[1] == digest:
             return hit[2]

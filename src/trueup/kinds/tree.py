@@ -45,12 +45,13 @@ def tree_fields() -> type[BaseModel]:
 
 def as_tree(entries: Mapping[str, Entry]) -> dict[str, TreeEntry]:
     tree: dict[str, TreeEntry] = {}
-    for rel, entry in entries.items():
-        if entry.state == "file":
-            tree[rel] = ["file", entry.digest, entry.executable]
-        elif entry.state == "symlink":
-            tree[rel] = ["link", entry.link]
-        elif entry.state == "special":
+    # Unpacked, not read by field name: a named tuple's field is a slow attribute.
+    for rel, (state, sha, executable, link) in entries.items():
+        if state == "file":
+            tree[rel] = ["file", sha, executable]
+        elif state == "symlink":
+            tree[rel] = ["link", link]
+        elif state == "special":
             tree[rel] = ["special"]
     return tree
 
@@ -369,10 +370,10 @@ class TreeKind(Kind):
         return decision.type is ActionType.REMOVE_RESOURCE and bool(decision.payload.get("empties"))
 
     def touches(self, action: Action, resource: Resource, ctx: ObserveContext) -> Touched:
-        base = ctx.path_str(resource.target)
+        into = os.path.join(ctx.path_str(resource.target), "")  # as in ``apply``
         rels = [*action.payload.get("write", []), *action.payload.get("remove", [])]
         prunes = action.type is ActionType.REMOVE_RESOURCE or bool(action.payload.get("remove"))
-        return Touched([os.path.join(base, rel) for rel in rels], prunes)
+        return Touched([into + rel for rel in rels], prunes)
 
     def apply(self, action: Action, resource: Resource, ctx: ApplyContext) -> None:
         # Plain strings, not Path objects: this loop runs once per file of the tree.
