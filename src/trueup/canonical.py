@@ -54,11 +54,18 @@ def _plain(value: Any) -> bool:
     integer beyond 64 bits, a lone surrogate) goes to ``_ENCODER`` too.
     """
     kind = type(value)
-    if kind in _PLAIN:
-        return True
     if kind is dict:
-        return all(map(_plain, value.values()))
-    return (kind is list or kind is tuple) and all(map(_plain, value))
+        items = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    else:
+        return kind in _PLAIN
+    # Most items are text, looked at here: no call (nor, unlike all(), a generator step)
+    # per item.
+    for item in items:  # noqa: SIM110
+        if type(item) not in _PLAIN and not _plain(item):
+            return False
+    return True
 
 
 def canonical_json(value: Any) -> bytes:
