@@ -123,6 +123,14 @@ def parent_of(path: str) -> str:
     return head or sep
 
 
+def name_of(path: str) -> str:
+    """``os.path.basename`` of a normal path, in one string step where paths are POSIX
+    (as ``parent_of``): it runs once per file a batch stages in a folder it makes."""
+    if not POSIX_PATHS:
+        return os.path.basename(path)
+    return path.rpartition("/")[2]
+
+
 #: The file-size limit unless a command is given another (``--max-file-bytes``).
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 

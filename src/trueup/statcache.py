@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from trueup.fsops import witness
+from trueup.fsops import parent_of, witness
 
 # A recorded stat is trusted only when the file's mtime is older than the
 # recording by more than the coarsest timestamp granularity in common use
@@ -96,7 +96,7 @@ class StatCache:
         return hit[0]
 
     def _load_around(self, path: str) -> None:
-        folder = os.path.dirname(path)
+        folder = parent_of(path)  # once per file looked up: os.path.dirname is slower
         ancestor = folder
         while ancestor not in self.loaded:
             parent = os.path.dirname(ancestor)

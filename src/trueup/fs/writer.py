@@ -37,6 +37,7 @@ from trueup.fsops import (
     POSIX_PATHS,
     SYNCFS_BATCH,
     create_temp,
+    name_of,
     parent_of,
     rename_exclusive,
     syncfs_all,
@@ -392,7 +393,7 @@ class WritableFS:
     def _staged_name(self, final: str, place: _Place) -> str:
         folder, how = place
         if how == IN_NEW_FOLDER:  # its own name: the folder is the temp
-            return folder + os.sep + os.path.basename(final)
+            return folder + os.sep + name_of(final)
         return self.temp_path(final, folder if how else None)
 
     def symlink(self, path: Path | str, link: str, exclusive: bool = False) -> None:
