@@ -210,8 +210,8 @@ class Executor:
             reach("journal-pending")
             pending: list[tuple[int, Action]] = []
             skipped: list[tuple[int, Action]] = []
-            for item in enumerate(journaled, start=first_seq):
-                (pending if item[1].type.applies else skipped).append(item)
+            for seq, action in enumerate(journaled, start=first_seq):
+                (pending if action.type.applies else skipped).append((seq, action))
             with self.store.db.transaction():
                 self.store.set_action_status(
                     self.run.id, [(s, "skipped", None, None, a.summary) for s, a in skipped]

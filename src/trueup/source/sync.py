@@ -79,11 +79,18 @@ class FollowerSync:
         304, and a changed source sends no body the full sync would fetch again.
         """
         tag = self.home.held_tag()
-        known = self.known()
-        if tag is None or known.get("outcome") != "converged" or known.get("etag") != tag:
+        known = self._converged_on(tag)
+        if tag is None or known is None:
             return None
         answer = self.client.request("HEAD", "/v1/revision", headers={"If-None-Match": tag})
         return known if answer.status == 304 else None
+
+    def _converged_on(self, tag: str | None) -> dict[str, Any] | None:
+        """``known``, when this root converged on the share the ETag ``tag`` names."""
+        known = self.known()
+        if tag and known.get("outcome") == "converged" and known.get("etag") == tag:
+            return known
+        return None
 
     def fetch(self, recheck: bool = False) -> Fetched | None:
         """The share to plan, or ``None``: unchanged since it converged here.
@@ -95,8 +102,7 @@ class FollowerSync:
         headers = {"If-None-Match": tag} if tag else {}
         answer = self.client.request("GET", "/v1/revision", headers=headers)
         if answer.status == 304 and tag:
-            known = self.known()
-            if not recheck and known.get("outcome") == "converged" and known.get("etag") == tag:
+            if not recheck and self._converged_on(tag) is not None:
                 return None
             held = self.home.held()
             if held is not None:
